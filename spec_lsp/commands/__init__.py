@@ -1,0 +1,1 @@
+"""Subcommands of `spec-lsp`, one module each; see spec_lsp.cli."""

@@ -1,0 +1,143 @@
+"""Per-model KV state with longest-common-prefix reuse, and the per-document LRU of such states.
+
+A `ModelState` holds one model's KV cache and the exact token ids the cache covers. Every forward
+goes through `advance(tokens)`: the state keeps the longest common prefix of what it holds and
+`tokens`, drops the rest (rollback after a rejected draft is the same operation), and runs only the
+new tail. Because the caller always passes the *canonical* tokenization of its full context, BPE
+merges that move near the cursor are handled for free: a token whose text changed simply stops
+matching, and the tail from there is re-evaluated.
+
+Knows nothing about drafting, tokenizers or documents' text.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+
+
+def common_prefix_len(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    # Compare in chunks first: prompts share long prefixes, so this is the common case.
+    step = 64
+    while i + step <= n and a[i : i + step] == b[i : i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass
+class Advance:
+    logits: torch.Tensor  # [keep, V] logits for the last `keep` positions of `tokens`
+    hidden: torch.Tensor | None  # [keep, H] last hidden states, when asked for
+    reused: int  # tokens whose KV came from the cache
+    fed: int  # tokens run through the model
+
+
+class ModelState:
+    """One model's KV cache and the token ids it covers."""
+
+    def __init__(self, model: PreTrainedModel) -> None:
+        self.model = model
+        self.cache: DynamicCache | None = None
+        self.tokens: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def reset(self) -> None:
+        self.cache = None
+        self.tokens = []
+
+    def truncate(self, length: int) -> None:
+        """Keeps the first `length` cached tokens (rollback)."""
+        if length >= len(self.tokens):
+            return
+        if length <= 0 or self.cache is None:
+            self.reset()
+            return
+        self.cache.crop(-(len(self.tokens) - length))  # transformers 5: a negative count
+        self.tokens = self.tokens[:length]
+
+    @torch.inference_mode()
+    def advance(self, tokens: list[int], keep: int = 1, hidden: bool = False) -> Advance:
+        """Makes the cache cover `tokens` and returns logits of the last `keep` positions."""
+        if not tokens:
+            raise ValueError("advance() needs at least one token")
+        keep = max(1, min(keep, len(tokens)))
+        # At least the last `keep` tokens must run to produce their logits.
+        reuse = min(common_prefix_len(self.tokens, tokens), len(tokens) - keep)
+        self.truncate(reuse)
+        if self.cache is None:
+            self.cache = DynamicCache(config=self.model.config)
+        reuse = len(self.tokens)
+        fed = tokens[reuse:]
+        device = self.model.device
+        out = self.model(
+            input_ids=torch.tensor([fed], dtype=torch.long, device=device),
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=keep,
+            output_hidden_states=hidden,
+        )
+        self.tokens = list(tokens)
+        last_hidden = out.hidden_states[-1][0, -keep:] if hidden else None
+        return Advance(logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed))
+
+
+@dataclass
+class DocState:
+    target: ModelState
+    draft: ModelState | None
+
+    def cached_tokens(self) -> int:
+        return len(self.target) + (len(self.draft) if self.draft is not None else 0)
+
+
+class DocumentStates:
+    """LRU of per-document KV states, bounded by document count and total cached tokens."""
+
+    def __init__(self, max_docs: int, max_tokens: int) -> None:
+        self.max_docs = max_docs
+        self.max_tokens = max_tokens
+        self._docs: OrderedDict[str, DocState] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def get(self, doc_id: str) -> DocState | None:
+        state = self._docs.get(doc_id)
+        if state is not None:
+            self._docs.move_to_end(doc_id)
+        return state
+
+    def put(self, doc_id: str, state: DocState) -> None:
+        self._docs[doc_id] = state
+        self._docs.move_to_end(doc_id)
+
+    def forget(self, doc_id: str) -> None:
+        self._docs.pop(doc_id, None)
+
+    def clear(self) -> None:
+        self._docs.clear()
+
+    def total_tokens(self) -> int:
+        return sum(s.cached_tokens() for s in self._docs.values())
+
+    def evict(self, keep: str | None = None) -> None:
+        """Drops least recently used documents until both bounds hold (never `keep`)."""
+        while len(self._docs) > self.max_docs or self.total_tokens() > self.max_tokens:
+            victim = next((d for d in self._docs if d != keep), None)
+            if victim is None:
+                state = self._docs[keep] if keep else None
+                if state is not None and state.cached_tokens() > self.max_tokens:
+                    state.target.reset()
+                    if state.draft is not None:
+                        state.draft.reset()
+                return
+            del self._docs[victim]

