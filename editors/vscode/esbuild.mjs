@@ -1,0 +1,7 @@
+// Bundles the extension (with vscode-languageclient) into out/extension.js, and the e2e runner
+// (playwright-core stays external, loaded from node_modules) into out/test/e2e.js.
+import * as esbuild from "esbuild";
+
+const common = { bundle: true, platform: "node", format: "cjs", target: "node20", sourcemap: true, logLevel: "warning" };
+await esbuild.build({ ...common, entryPoints: ["src/extension.ts"], outfile: "out/extension.js", external: ["vscode"], minify: true });
+await esbuild.build({ ...common, entryPoints: ["test/e2e.ts"], outfile: "out/test/e2e.js", packages: "external" });

@@ -1,0 +1,272 @@
+// One spec-lsp server process and its language client: start, stop, restart, failure messages.
+// Inline completion itself is vscode-languageclient's built-in feature; this adds the middleware
+// that reports shown/accepted suggestions and the feature that turns $/progress into the status bar.
+import * as cp from "node:child_process";
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  type ClientCapabilities,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  type FeatureState,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  type StaticFeature,
+  State,
+  WorkDoneProgress,
+  WorkDoneProgressCreateRequest,
+} from "vscode-languageclient/node";
+import { resolveServer, type ServerCommand, ServerNotFound, serveArgs, serverSettings } from "./config";
+import { Feedback } from "./feedback";
+import { AcceptCommand, type Stats, StatsRequest, type Status, StatusRequest, suggestionId } from "./protocol";
+import type { StatusItem } from "./status";
+
+const FIX =
+  "Fix: run `make setup` in your spec-lsp checkout (it creates .venv/bin/spec-lsp), or set " +
+  "specLsp.serverPath to a working spec-lsp executable, then run 'spec-lsp: Restart server'.";
+
+/** Turns the server's work-done progress (model loading) into status bar text. */
+class ProgressFeature implements StaticFeature {
+  constructor(
+    private readonly client: LanguageClient,
+    private readonly report: (text: string | undefined) => void,
+  ) {}
+
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.window = { ...capabilities.window, workDoneProgress: true };
+  }
+
+  initialize(): void {
+    // Registered after the client's own progress feature, so this handler replaces its notification.
+    this.client.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
+      const sub = this.client.onProgress(WorkDoneProgress.type, token, (value) => {
+        if (value.kind === "end") {
+          sub.dispose();
+          this.report(undefined);
+        } else {
+          this.report(value.percentage !== undefined ? `loading ${Math.round(value.percentage)}%` : "loading");
+        }
+      });
+    });
+  }
+
+  getState(): FeatureState {
+    return { kind: "static" };
+  }
+
+  clear(): void {
+    this.report(undefined);
+  }
+}
+
+export class Server implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private stderrTail: string[] = [];
+  private failureShown = false;
+  private stopping = false;
+  private crashes: number[] = [];
+  private statsTimer: NodeJS.Timeout | undefined;
+  private statusTimer: NodeJS.Timeout | undefined;
+  private readonly feedback: Feedback;
+  lastStatus: Status | undefined;
+  lastStats: Stats | undefined;
+
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    private readonly status: StatusItem,
+    private readonly onStats: () => void,
+  ) {
+    this.feedback = new Feedback(
+      (method, params) => void this.client?.sendNotification(method, params),
+      () => this.refreshStatsSoon(),
+    );
+  }
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  async start(recordTo?: string): Promise<void> {
+    this.failureShown = false;
+    this.status.setProblem(undefined);
+    let server: ServerCommand;
+    try {
+      server = resolveServer();
+    } catch (err) {
+      if (!(err instanceof ServerNotFound)) throw err;
+      this.fail(`spec-lsp: ${err.message} ${FIX}`);
+      return;
+    }
+    const args = serveArgs(server, recordTo);
+    this.output.info(`starting ${server.command} ${args.join(" ")} (from ${server.origin})`);
+    const client = new LanguageClient("spec-lsp", "spec-lsp", () => this.spawn(server, args), this.options(server));
+    client.registerFeature(new ProgressFeature(client, (text) => this.status.setProgress(text)));
+    this.client = client;
+    try {
+      await client.start();
+    } catch (err) {
+      this.fail(this.startFailure(server, err));
+      return;
+    }
+    this.pollStatus();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    clearTimeout(this.statusTimer);
+    clearTimeout(this.statsTimer);
+    if (!client) return;
+    this.stopping = true;
+    try {
+      if (client.state !== State.Stopped) await client.stop(5000);
+    } catch (err) {
+      this.output.warn(`stopping the server: ${String(err)}`);
+    } finally {
+      this.stopping = false;
+    }
+  }
+
+  async restart(recordTo?: string): Promise<void> {
+    await this.stop();
+    await this.start(recordTo);
+  }
+
+  /** Sends the current settings; the server may reload its models, so watch its status again. */
+  configurationChanged(): void {
+    if (!this.running) return;
+    void this.client?.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: { specLsp: serverSettings() },
+    });
+    clearTimeout(this.statusTimer);
+    this.statusTimer = setTimeout(() => this.pollStatus(), 300);
+  }
+
+  async fetch(): Promise<void> {
+    if (!this.running || !this.client) return;
+    const [status, stats] = await Promise.all([
+      this.client.sendRequest<Status>(StatusRequest),
+      this.client.sendRequest<Stats>(StatsRequest),
+    ]);
+    this.lastStatus = status;
+    this.lastStats = stats;
+    this.status.setStatus(status);
+    this.status.setStats(stats);
+  }
+
+  private spawn(server: ServerCommand, args: string[]): Promise<cp.ChildProcess> {
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const child = cp.spawn(server.command, args, { cwd, stdio: "pipe", env: process.env });
+    this.stderrTail = [];
+    child.stderr?.on("data", (chunk: Buffer) => {
+      this.stderrTail.push(...chunk.toString("utf8").split("\n").filter((l) => l.trim()));
+      this.stderrTail = this.stderrTail.slice(-5);
+    });
+    return new Promise((resolve, reject) => {
+      child.once("spawn", () => resolve(child));
+      child.once("error", reject);
+    });
+  }
+
+  private options(server: ServerCommand): LanguageClientOptions {
+    return {
+      documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+      initializationOptions: serverSettings(),
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationFailedHandler: (err) => {
+        this.fail(this.startFailure(server, err));
+        return false;
+      },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue, handled: true }),
+        closed: () => this.closed(server),
+      },
+      middleware: {
+        provideInlineCompletionItems: async (document, position, context, token, next) => {
+          const version = document.version;
+          const result = await next(document, position, context, token);
+          const items = Array.isArray(result) ? result : (result?.items ?? []);
+          const first = items[0];
+          const id = suggestionId(first?.command?.arguments);
+          const text = typeof first?.insertText === "string" ? first.insertText : first?.insertText.value;
+          if (first && id && text) {
+            const offset = document.offsetAt(first.range?.start ?? position);
+            this.feedback.offered({ id, text, document, version, offset });
+          }
+          return result;
+        },
+        executeCommand: async (command, args, next) => {
+          const result: unknown = await next(command, args);
+          if (command === AcceptCommand) this.feedback.accepted(suggestionId(args));
+          return result;
+        },
+      },
+    };
+  }
+
+  private closed(server: ServerCommand): { action: CloseAction; handled: boolean } {
+    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((t) => now - t < 180_000), now];
+    if (this.lastStatus && this.crashes.length <= 3) {
+      this.output.warn("the server exited; restarting it");
+      return { action: CloseAction.Restart, handled: true };
+    }
+    this.fail(this.startFailure(server, new Error("the server process exited")));
+    return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  private startFailure(server: ServerCommand, err: unknown): string {
+    const why = this.stderrTail.at(-1) ?? (err instanceof Error ? err.message : String(err));
+    return `spec-lsp: the server (${server.command}, from ${server.origin}) did not start: ${why}. ${FIX}`;
+  }
+
+  /** One notification per start attempt, with the fix; the details go to the output channel. */
+  private fail(message: string): void {
+    this.status.setProblem(message);
+    this.output.error(message);
+    if (this.failureShown) return;
+    this.failureShown = true;
+    void vscode.window.showErrorMessage(message, "Open Settings", "Show Log").then((pick) => {
+      if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "specLsp");
+      if (pick === "Show Log") this.output.show();
+    });
+  }
+
+  /** Follows spec-lsp/status while the models load; stops once they are ready, failed or off. */
+  private pollStatus(): void {
+    clearTimeout(this.statusTimer);
+    if (!this.running || !this.client) return;
+    this.client.sendRequest<Status>(StatusRequest).then(
+      (status) => {
+        this.lastStatus = status;
+        this.status.setStatus(status);
+        if (status.state === "loading") this.statusTimer = setTimeout(() => this.pollStatus(), 1000);
+        else this.refreshStatsSoon();
+      },
+      (err: unknown) => this.output.warn(`spec-lsp/status: ${String(err)}`),
+    );
+  }
+
+  private refreshStatsSoon(): void {
+    clearTimeout(this.statsTimer);
+    this.statsTimer = setTimeout(() => {
+      if (!this.running || !this.client) return;
+      this.client.sendRequest<Stats>(StatsRequest).then(
+        (stats) => {
+          this.lastStats = stats;
+          this.status.setStats(stats);
+          this.onStats();
+        },
+        (err: unknown) => this.output.warn(`spec-lsp/stats: ${String(err)}`),
+      );
+    }, 250);
+  }
+
+  dispose(): void {
+    this.feedback.dispose();
+    void this.stop();
+  }
+}

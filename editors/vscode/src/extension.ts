@@ -1,0 +1,80 @@
+// Entry point: wires the settings, the server, the status bar and the stats view to VS Code.
+// No model logic lives here; everything about suggestions comes from the spec-lsp server over LSP.
+import * as vscode from "vscode";
+import { needsRestart, recordPath } from "./config";
+import { Server } from "./client";
+import { StatusItem } from "./status";
+import { SCHEME, STATS_URI, StatsView } from "./statsView";
+
+let server: Server | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel("spec-lsp", { log: true });
+  const status = new StatusItem();
+  const view = new StatsView();
+  let recording: string | undefined;
+  const statsOpen = () => vscode.workspace.textDocuments.some((d) => d.uri.toString() === STATS_URI.toString());
+  const srv = new Server(output, status, () => {
+    if (statsOpen()) view.update(srv.lastStatus, srv.lastStats);
+  });
+  server = srv;
+
+  const showStats = async () => {
+    let note: string | undefined;
+    try {
+      await srv.fetch();
+      if (!srv.running) note = "The server is not running (see the spec-lsp output).";
+    } catch (err) {
+      note = `The server did not answer: ${String(err)}`;
+    }
+    view.update(srv.lastStatus, srv.lastStats, note);
+    const doc = await vscode.workspace.openTextDocument(STATS_URI);
+    await vscode.languages.setTextDocumentLanguage(doc, "markdown");
+    await vscode.window.showTextDocument(doc, { preview: false });
+  };
+
+  const toggle = async () => {
+    const cfg = vscode.workspace.getConfiguration("specLsp");
+    await cfg.update("enabled", !cfg.get<boolean>("enabled", true), vscode.ConfigurationTarget.Global);
+  };
+
+  const record = async () => {
+    if (recording) {
+      const file = recording;
+      recording = undefined;
+      status.setRecording(undefined);
+      await srv.restart();
+      void vscode.window.showInformationMessage(`spec-lsp: session saved to ${file}. Replay: spec-lsp replay ${file}`);
+      return;
+    }
+    recording = recordPath(context.globalStorageUri);
+    status.setRecording(recording);
+    await srv.restart(recording);
+    void vscode.window.showInformationMessage(
+      `spec-lsp: recording this session to ${recording}; run the command again to stop.`,
+    );
+  };
+
+  context.subscriptions.push(
+    output,
+    status,
+    view,
+    srv,
+    vscode.workspace.registerTextDocumentContentProvider(SCHEME, view),
+    vscode.commands.registerCommand("spec-lsp.showStats", showStats),
+    vscode.commands.registerCommand("spec-lsp.toggle", toggle),
+    vscode.commands.registerCommand("spec-lsp.restart", () => srv.restart(recording)),
+    vscode.commands.registerCommand("spec-lsp.recordSession", record),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration("specLsp")) return;
+      if (needsRestart(e)) void srv.restart(recording);
+      else srv.configurationChanged();
+    }),
+  );
+  void srv.start(); // not awaited: activation must not wait on the server
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

@@ -1,0 +1,52 @@
+// The spec-lsp/... methods of docs/protocol.md, as the extension sees them.
+
+export const StatusRequest = "spec-lsp/status";
+export const StatsRequest = "spec-lsp/stats";
+export const DidShow = "spec-lsp/didShowCompletion";
+export const DidPartiallyAccept = "spec-lsp/didPartiallyAcceptCompletion";
+/** Executed by each suggestion's command; the language client forwards it as workspace/executeCommand. */
+export const AcceptCommand = "spec-lsp.didAcceptCompletion";
+
+export interface Status {
+  state: "loading" | "ready" | "failed" | "disabled";
+  preset: string;
+  device: string;
+  error: string | null;
+  target: string;
+  draft: string | null;
+}
+
+export interface Percentiles {
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+export interface Stats {
+  requests: number;
+  answered: number;
+  cancelled: number;
+  empty: number;
+  cacheHits: number;
+  typedThrough: number;
+  shown: number;
+  accepted: number;
+  partiallyAccepted: number;
+  acceptedChars: number;
+  latencyMs: Record<string, Percentiles>;
+  acceptance: number | null;
+  kvReuse: Record<string, number | null>;
+  model: Record<string, string | null>;
+  lastLatencyMs: number | null;
+  [key: string]: unknown;
+}
+
+/** The suggestion id carried in the item's command arguments (`[{"id": ...}]`). */
+export function suggestionId(args: unknown[] | undefined): string | undefined {
+  const first = args?.[0];
+  if (first && typeof first === "object" && "id" in first) {
+    const id = first.id;
+    return typeof id === "string" ? id : undefined;
+  }
+  return undefined;
+}

@@ -1,0 +1,379 @@
+// End-to-end test: the packaged extension in a real VS Code (code-server, offline) talking to the
+// real spec-lsp server, driven by Debian's chromium through playwright-core.
+//
+// It opens a Python file, types, waits for ghost text, accepts it with Tab and checks the saved
+// file, then checks the status bar and the stats view. Every wait is bounded; on failure it saves
+// a screenshot and the logs under $SPEC_LSP_E2E_OUT. Exit code 0 on success, 1 on failure.
+//
+// Environment (tests/editors/test_vscode_e2e.py sets it from editors/vscode/.setup.json):
+//   SPEC_LSP_CODE_SERVER, SPEC_LSP_CHROMIUM, SPEC_LSP_VSIX, SPEC_LSP_SERVER (spec-lsp executable),
+//   SPEC_LSP_E2E_OUT (artefacts), SPEC_LSP_E2E_PRESET (default tiny),
+//   SPEC_LSP_E2E_SCREENSHOT (also copy the ghost-text screenshot there), SPEC_LSP_E2E_TIMEOUT_S (300).
+import * as cp from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+
+function need(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set`);
+  return v;
+}
+
+const CODE_SERVER = need("SPEC_LSP_CODE_SERVER");
+const CHROMIUM = need("SPEC_LSP_CHROMIUM");
+const VSIX = need("SPEC_LSP_VSIX");
+const SERVER = need("SPEC_LSP_SERVER");
+const OUT = need("SPEC_LSP_E2E_OUT");
+const PRESET = process.env.SPEC_LSP_E2E_PRESET ?? "tiny";
+const SCREENSHOT = process.env.SPEC_LSP_E2E_SCREENSHOT;
+const TIMEOUT_S = Number(process.env.SPEC_LSP_E2E_TIMEOUT_S ?? "300");
+
+const t0 = Date.now();
+const phases: Record<string, number> = {};
+function log(msg: string): void {
+  console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
+}
+async function phase<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const start = Date.now();
+  log(`${name} ...`);
+  const out = await fn();
+  phases[name] = (Date.now() - start) / 1000;
+  return out;
+}
+
+/** NBSPs from the DOM and trailing spaces of rendered lines, normalized away. */
+function clean(s: string): string {
+  return s.replace(/\u00a0/g, " ").replace(/\u200b/g, "");
+}
+
+/** Polls `check` until it returns a value (not undefined) or `seconds` pass. */
+async function until<T>(what: string, seconds: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${seconds} s waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// --- the world the editor sees -------------------------------------------------------------------
+
+const SOURCE = `"""Small statistics helpers."""
+
+import math
+
+
+def mean(values):
+    """Return the arithmetic mean of values."""
+    return sum(values) / len(values)
+
+
+`;
+/** Typed at the end of SOURCE, character by character, as a person would. */
+const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
+
+function settings(out: string): object {
+  return {
+    "specLsp.serverPath": SERVER,
+    "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log")],
+    "specLsp.preset": PRESET,
+    "specLsp.device": "cpu",
+    // A clean window: no chat panel or welcome page to steal the keyboard, no network.
+    "chat.disableAIFeatures": true,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "extensions.ignoreRecommendations": true,
+    "git.enabled": false,
+    // Only ghost text may answer Tab: no suggest widget, no auto-closing or auto-indenting.
+    "editor.inlineSuggest.enabled": true,
+    "editor.quickSuggestions": { other: "off", comments: "off", strings: "off" },
+    "editor.suggestOnTriggerCharacters": false,
+    "editor.wordBasedSuggestions": "off",
+    "editor.parameterHints.enabled": false,
+    "editor.autoClosingBrackets": "never",
+    "editor.autoClosingQuotes": "never",
+    "editor.autoIndent": "none",
+    "editor.minimap.enabled": false,
+    "files.autoSave": "off",
+    "window.zoomLevel": 0.5,
+  };
+}
+
+// --- processes -----------------------------------------------------------------------------------
+
+let codeServer: cp.ChildProcess | undefined;
+let context: BrowserContext | undefined;
+let page: Page | undefined;
+let tmp = "";
+
+/** code-server runs in its own process group (spec-lsp and the extension host with it): end it all. */
+async function stopCodeServer(): Promise<void> {
+  const child = codeServer;
+  codeServer = undefined;
+  if (!child?.pid) return;
+  const gone = new Promise<void>((r) => (child.exitCode !== null ? r() : child.once("exit", () => r())));
+  const kill = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      /* already gone */
+    }
+  };
+  kill("SIGTERM");
+  await Promise.race([gone, new Promise((r) => setTimeout(r, 5000))]);
+  kill("SIGKILL"); // stragglers in the group (one SIGTERM does not always end everything)
+}
+
+function runChecked(cmd: string, args: string[], env: NodeJS.ProcessEnv, seconds: number): string {
+  const r = cp.spawnSync(cmd, args, { env, encoding: "utf8", timeout: seconds * 1000 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (${r.status ?? r.signal}): ${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+async function startCodeServer(): Promise<string> {
+  const user = path.join(tmp, "user-data");
+  const exts = path.join(tmp, "extensions");
+  const workspace = path.join(tmp, "workspace");
+  fs.mkdirSync(path.join(user, "User"), { recursive: true });
+  fs.mkdirSync(workspace, { recursive: true });
+  fs.writeFileSync(path.join(user, "User", "settings.json"), JSON.stringify(settings(OUT), null, 2));
+  fs.writeFileSync(path.join(workspace, "stats.py"), SOURCE);
+  const config = path.join(tmp, "config.yaml");
+  fs.writeFileSync(config, "auth: none\ncert: false\n");
+  // code-server needs the Node it was built for (ours runs this script) first on PATH.
+  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}` };
+  const dirs = ["--config", config, "--user-data-dir", user, "--extensions-dir", exts];
+  runChecked(CODE_SERVER, [...dirs, "--install-extension", VSIX, "--force"], env, 120);
+
+  const port = await freePort();
+  const logFile = fs.openSync(path.join(OUT, "code-server.log"), "w");
+  codeServer = cp.spawn(
+    CODE_SERVER,
+    [
+      ...dirs,
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--auth",
+      "none",
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      workspace,
+    ],
+    { env, detached: true, stdio: ["ignore", logFile, logFile] },
+  );
+  fs.writeFileSync(path.join(OUT, "code-server.pgid"), String(codeServer.pid));
+  const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
+  await until("code-server to answer HTTP", 90, async () => {
+    if (codeServer?.exitCode !== null) throw new Error(`code-server exited with ${codeServer?.exitCode}`);
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined);
+    return res?.ok ? true : undefined;
+  });
+  return url;
+}
+
+// --- the editor ----------------------------------------------------------------------------------
+
+async function statusText(p: Page): Promise<string> {
+  const item = p.locator(".statusbar-item", { hasText: "spec-lsp" }).first();
+  return clean(await item.innerText({ timeout: 1000 }));
+}
+
+async function openFile(p: Page, name: string): Promise<void> {
+  await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
+  await until(`${name} open in an editor`, 60, async () => {
+    await p.keyboard.press("Control+P");
+    const input = p.locator(".quick-input-widget input").first();
+    await input.waitFor({ state: "visible", timeout: 5000 });
+    await input.fill(name);
+    await p.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: 10_000 });
+    await p.keyboard.press("Enter");
+    await p.locator(".tab.active", { hasText: name }).waitFor({ timeout: 10_000 });
+    return true;
+  });
+}
+
+/** The text of the active editor's visible lines, one string per line. */
+async function editorLines(p: Page): Promise<string[]> {
+  const lines = p.locator(".editor-group-container.active .monaco-editor .view-lines .view-line");
+  const texts = await lines.allInnerTexts();
+  return texts.map(clean);
+}
+
+interface Result {
+  ghost: string;
+  statusBar: string;
+  statsLines: string[];
+}
+
+async function run(): Promise<Result> {
+  fs.mkdirSync(OUT, { recursive: true });
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "spec-lsp-vscode-e2e-"));
+  const url = await phase("install the .vsix and start code-server", startCodeServer);
+
+  context = await phase("start chromium", () =>
+    chromium.launchPersistentContext(path.join(tmp, "chromium"), {
+      executablePath: CHROMIUM,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1100, height: 640 },
+    }),
+  );
+  const p = context.pages()[0] ?? (await context.newPage());
+  page = p;
+  p.setDefaultTimeout(30_000);
+  await phase("load the workbench", async () => {
+    await p.goto(url, { timeout: 120_000 });
+    await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
+  });
+
+  await phase("open stats.py", () => openFile(p, "stats.py"));
+  // The extension starts spec-lsp on start-up; typing before the client runs would be lost on it.
+  const ready = await phase("wait for the language client and the model", () =>
+    until("the status bar to say the model is ready", 120, async () => {
+      const text = await statusText(p);
+      if (/failed|error/i.test(text)) throw new Error(`status bar says: ${text}`);
+      return text.includes(`spec-lsp ${PRESET}`) ? text : undefined;
+    }),
+  );
+  log(`status bar: ${ready}`);
+
+  const ghost = await phase("type and wait for ghost text", async () => {
+    await p.locator(".editor-group-container.active .monaco-editor .view-lines").click();
+    await p.keyboard.press("Control+End");
+    await p.keyboard.type(TYPED, { delay: 40 });
+    const deco = p.locator(".ghost-text-decoration").first();
+    return until("ghost text (.ghost-text-decoration)", 60, async () => {
+      if (!(await deco.isVisible())) return undefined;
+      const text = clean(await deco.innerText());
+      return text.trim() ? text : undefined;
+    });
+  });
+  log(`ghost text: ${JSON.stringify(ghost)}`);
+  const shot = path.join(OUT, "vscode-ghost-text.png");
+  await p.screenshot({ path: shot });
+  if (SCREENSHOT) fs.copyFileSync(shot, SCREENSHOT);
+
+  await phase("accept with Tab and save", async () => {
+    await p.keyboard.press("Tab");
+    await until("the ghost text to be gone", 10, async () => ((await p.locator(".ghost-text-decoration").count()) === 0 ? true : undefined));
+    await p.keyboard.press("Control+S");
+    const file = path.join(tmp, "workspace", "stats.py");
+    const expected = SOURCE + TYPED + ghost;
+    await until(`stats.py on disk to start with what was typed plus the ghost text ${JSON.stringify(ghost)}`, 15, () =>
+      Promise.resolve(fs.readFileSync(file, "utf8").startsWith(expected) ? true : undefined),
+    );
+  });
+
+  const statusBar = await phase("status bar shows latency and acceptance", () =>
+    until("the status bar to count the accepted suggestion", 30, async () => {
+      const text = await statusText(p);
+      return /\d+ ms · [1-9]\d*\/\d+ accepted/.test(text) ? text : undefined;
+    }),
+  );
+  log(`status bar: ${statusBar}`);
+
+  const statsLines = await phase("stats view from the status bar", async () => {
+    await p.locator(".statusbar-item", { hasText: "spec-lsp" }).first().click();
+    await p.locator(".tab.active", { hasText: "spec-lsp stats" }).waitFor({ timeout: 20_000 });
+    return until("the stats view to list an accepted suggestion", 20, async () => {
+      const lines = await editorLines(p);
+      const accepted = lines.find((l) => /^\| accepted \| /.test(l.trim()));
+      return accepted && !/\| 0 \|/.test(accepted) ? lines : undefined;
+    });
+  });
+  await p.screenshot({ path: path.join(OUT, "vscode-stats.png") });
+  return { ghost, statusBar, statsLines };
+}
+
+/** On failure: what the window looked like, and every log that could say why. */
+async function saveEvidence(): Promise<void> {
+  try {
+    await page?.screenshot({ path: path.join(OUT, "failure.png"), timeout: 10_000 });
+  } catch (err) {
+    log(`no failure screenshot: ${String(err)}`);
+  }
+  const logs = path.join(tmp, "user-data", "logs");
+  const walk = (dir: string): string[] =>
+    fs.existsSync(dir)
+      ? fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
+      : [];
+  for (const file of walk(logs)) {
+    const base = path.basename(file);
+    if (/spec-lsp|exthost|remoteagent|sharedprocess/i.test(base)) {
+      fs.copyFileSync(file, path.join(OUT, `vscode-${path.basename(path.dirname(file))}-${base}`));
+    }
+  }
+}
+
+async function cleanup(): Promise<void> {
+  await context?.close().catch(() => undefined);
+  context = undefined;
+  await stopCodeServer();
+  if (tmp && !process.env.SPEC_LSP_E2E_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+async function main(): Promise<number> {
+  let failed = false;
+  const onSignal = (sig: string) => {
+    log(`got ${sig}: cleaning up`);
+    void saveEvidence()
+      .then(cleanup)
+      .finally(() => process.exit(1));
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+  const watchdog = setTimeout(() => onSignal(`no result after ${TIMEOUT_S} s`), TIMEOUT_S * 1000);
+  try {
+    const result = await run();
+    const wall = (Date.now() - t0) / 1000;
+    console.log(JSON.stringify({ ok: true, wall_s: wall, phases, ...result }));
+  } catch (err) {
+    failed = true;
+    log(`FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    await saveEvidence();
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup();
+  }
+  log(failed ? `failed; evidence in ${OUT}` : "passed");
+  return failed ? 1 : 0;
+}
+
+void main().then((code) => process.exit(code));
