@@ -1,0 +1,250 @@
+"""Which languages the syntax layer knows: LSP languageIds, file extensions, grammars, lexical rules.
+
+A `LanguageSpec` carries what the text rules need (comment and quote syntax, whether blocks are
+delimited by indentation) and the tree-sitter node types the context builder looks for. Grammars
+load lazily from the maintained `tree-sitter-<lang>` packages; a language whose grammar is missing
+or fails to load keeps its text rules and simply has no parser.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from dataclasses import dataclass, field
+
+from tree_sitter import Language, Parser
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    name: str
+    grammar: tuple[str, str] | None  # (python module, function returning the language pointer)
+    line_comments: tuple[str, ...] = ("//",)
+    block_comment: tuple[str, str] | None = ("/*", "*/")
+    quotes: tuple[str, ...] = ('"', "'")  # longest first
+    multiline_quotes: frozenset[str] = frozenset()
+    strict_char_quote: bool = False  # Rust: `'` only starts a char literal, not a lifetime
+    indent_blocks: bool = False  # Python: blocks are opened by a line ending in `:`
+    block_keywords: frozenset[str] = frozenset()  # lines that open a block with a trailing `:`
+    continuation_keywords: frozenset[str] = frozenset()  # keep a statement going at its level
+    scope_types: frozenset[str] = frozenset()
+    import_types: frozenset[str] = frozenset()
+    import_prefixes: tuple[str, ...] = ()  # text fallback for imports
+    comment_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
+    string_types: frozenset[str] = field(
+        default_factory=lambda: frozenset(
+            {
+                "string",
+                "string_literal",
+                "raw_string_literal",
+                "interpreted_string_literal",
+                "template_string",
+                "char_literal",
+                "character_literal",
+                "text_block",
+            }
+        )
+    )
+
+
+_C_LIKE_CONT = frozenset({"else", "catch", "finally", "while"})
+
+PLAIN = LanguageSpec(
+    name="plain",
+    grammar=None,
+    line_comments=("#", "//"),
+    quotes=('"', "'", "`"),
+    import_prefixes=("import ", "from ", "#include", "use ", "require"),
+)
+
+_JS_SCOPES = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_expression",
+        "arrow_function",
+        "method_definition",
+        "class_declaration",
+        "abstract_class_declaration",
+        "class",
+        "interface_declaration",
+        "internal_module",
+        "module",
+    }
+)
+
+
+def _js(name: str, module: str, func: str) -> LanguageSpec:
+    return LanguageSpec(
+        name=name,
+        grammar=(module, func),
+        quotes=('"', "'", "`"),
+        multiline_quotes=frozenset({"`"}),
+        continuation_keywords=_C_LIKE_CONT,
+        scope_types=_JS_SCOPES,
+        import_types=frozenset({"import_statement"}),
+        import_prefixes=("import ",),
+    )
+
+
+SPECS: dict[str, LanguageSpec] = {
+    "python": LanguageSpec(
+        name="python",
+        grammar=("tree_sitter_python", "language"),
+        line_comments=("#",),
+        block_comment=None,
+        quotes=('"""', "'''", '"', "'"),
+        multiline_quotes=frozenset({'"""', "'''"}),
+        indent_blocks=True,
+        block_keywords=frozenset(
+            {"def", "class", "if", "elif", "else", "for", "while", "try", "except", "finally"}
+            | {"with", "async", "match", "case", "lambda"}
+        ),
+        continuation_keywords=frozenset({"elif", "else", "except", "finally", "case"}),
+        scope_types=frozenset({"function_definition", "class_definition"}),
+        import_types=frozenset(
+            {"import_statement", "import_from_statement", "future_import_statement"}
+        ),
+        import_prefixes=("import ", "from "),
+    ),
+    "javascript": _js("javascript", "tree_sitter_javascript", "language"),
+    "typescript": _js("typescript", "tree_sitter_typescript", "language_typescript"),
+    "tsx": _js("tsx", "tree_sitter_typescript", "language_tsx"),
+    "rust": LanguageSpec(
+        name="rust",
+        grammar=("tree_sitter_rust", "language"),
+        quotes=('"', "'"),
+        multiline_quotes=frozenset({'"'}),
+        strict_char_quote=True,
+        continuation_keywords=frozenset({"else"}),
+        scope_types=frozenset(
+            {"function_item", "impl_item", "trait_item", "mod_item", "closure_expression"}
+        ),
+        import_types=frozenset({"use_declaration", "extern_crate_declaration"}),
+        import_prefixes=("use ", "extern crate "),
+    ),
+    "go": LanguageSpec(
+        name="go",
+        grammar=("tree_sitter_go", "language"),
+        quotes=('"', "'", "`"),
+        multiline_quotes=frozenset({"`"}),
+        continuation_keywords=frozenset({"else"}),
+        scope_types=frozenset({"function_declaration", "method_declaration", "func_literal"}),
+        import_types=frozenset({"package_clause", "import_declaration"}),
+        import_prefixes=("package ", "import "),
+    ),
+    "java": LanguageSpec(
+        name="java",
+        grammar=("tree_sitter_java", "language"),
+        multiline_quotes=frozenset({'"""'}),
+        quotes=('"""', '"', "'"),
+        continuation_keywords=_C_LIKE_CONT,
+        scope_types=frozenset(
+            {"class_declaration", "interface_declaration", "enum_declaration"}
+            | {"record_declaration", "method_declaration", "constructor_declaration"}
+        ),
+        import_types=frozenset({"package_declaration", "import_declaration"}),
+        import_prefixes=("package ", "import "),
+    ),
+    "c": LanguageSpec(
+        name="c",
+        grammar=("tree_sitter_c", "language"),
+        continuation_keywords=frozenset({"else", "while"}),
+        scope_types=frozenset({"function_definition", "struct_specifier"}),
+        import_types=frozenset({"preproc_include"}),
+        import_prefixes=("#include",),
+    ),
+    "cpp": LanguageSpec(
+        name="cpp",
+        grammar=("tree_sitter_cpp", "language"),
+        continuation_keywords=frozenset({"else", "while", "catch"}),
+        scope_types=frozenset(
+            {"function_definition", "class_specifier", "struct_specifier", "namespace_definition"}
+        ),
+        import_types=frozenset({"preproc_include", "using_declaration"}),
+        import_prefixes=("#include", "using "),
+    ),
+}
+
+# LSP languageIds (and a few common aliases) to spec names.
+LANGUAGE_IDS: dict[str, str] = {
+    "python": "python",
+    "py": "python",
+    "javascript": "javascript",
+    "javascriptreact": "javascript",  # the JavaScript grammar parses JSX
+    "js": "javascript",
+    "jsx": "javascript",
+    "typescript": "typescript",
+    "ts": "typescript",
+    "typescriptreact": "tsx",
+    "tsx": "tsx",
+    "rust": "rust",
+    "go": "go",
+    "java": "java",
+    "c": "c",
+    "cpp": "cpp",
+    "c++": "cpp",
+    "cuda-cpp": "cpp",
+}
+
+EXTENSIONS: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".rs": "rust",
+    ".go": "go",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+}
+
+
+def spec_for(language: str | None) -> LanguageSpec:
+    """The spec for an LSP languageId, a file name/extension or a URI; PLAIN when unknown."""
+    if not language:
+        return PLAIN
+    key = language.strip().lower()
+    if key in LANGUAGE_IDS:
+        return SPECS[LANGUAGE_IDS[key]]
+    ext = os.path.splitext(key)[1] or (key if key.startswith(".") else "." + key)
+    if ext in EXTENSIONS:
+        return SPECS[EXTENSIONS[ext]]
+    return PLAIN
+
+
+_languages: dict[str, Language | None] = {}
+_lock = threading.Lock()
+
+
+def grammar(spec: LanguageSpec) -> Language | None:
+    """The tree-sitter Language for a spec, loaded once; None when it has none or it fails."""
+    if spec.grammar is None:
+        return None
+    with _lock:
+        if spec.name not in _languages:
+            try:
+                module = importlib.import_module(spec.grammar[0])
+                _languages[spec.name] = Language(getattr(module, spec.grammar[1])())
+            except Exception:  # a broken or missing grammar package: fall back to text rules
+                _languages[spec.name] = None
+        return _languages[spec.name]
+
+
+def new_parser(spec: LanguageSpec) -> Parser | None:
+    """A fresh parser (parsers are not thread-safe, so each owner keeps its own)."""
+    language = grammar(spec)
+    return Parser(language) if language is not None else None

@@ -1,0 +1,81 @@
+"""Whether to complete at the cursor, and how much: "none", "single" (the rest of the line) or
+"multi" (several lines: an empty block body, after a line ending in `:` or `{`, end of file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node, Tree
+
+from spec_lsp.syntax.cursor import CLOSING_CHARS, Cursor, opens_block
+from spec_lsp.syntax.languages import LanguageSpec
+from spec_lsp.syntax.lexer import scan
+from spec_lsp.syntax.units import Mode
+
+
+@dataclass(frozen=True)
+class Inside:
+    comment: bool = False
+    string: str | None = None  # the quote of the string the cursor is in
+
+
+def inside(spec: LanguageSpec, cursor: Cursor, tree: Tree | None, at_byte: int) -> Inside:
+    """Whether the cursor is in a comment or a string: the line's text first, then the tree for
+    strings and comments that began on an earlier line."""
+    line = scan(cursor.line_prefix, spec)
+    if line.end_comment:
+        return Inside(comment=True)
+    if line.end_string is not None:
+        return Inside(string=line.end_string)
+    if tree is None:
+        return Inside()
+    node: Node | None = tree.root_node.descendant_for_byte_range(at_byte, at_byte)
+    while node is not None:
+        if node.start_byte < at_byte:
+            if node.type in spec.comment_types and _comment_open(node, at_byte):
+                return Inside(comment=True)
+            if node.type in spec.string_types and at_byte < node.end_byte:
+                return Inside(string=_quote_of(spec, node))
+        node = node.parent
+    return Inside()
+
+
+def _comment_open(node: Node, at_byte: int) -> bool:
+    text = node.text or b""
+    if at_byte < node.end_byte:
+        return True
+    return not text.endswith(b"*/")  # a line comment runs to the end of its line
+
+
+def _quote_of(spec: LanguageSpec, node: Node) -> str | None:
+    text = (node.text or b"").decode("utf-8", "replace").lstrip("rRbBfFuUlL#@$")
+    for quote in spec.quotes:
+        if text.startswith(quote):
+            return quote
+    return None
+
+
+def mode_of(spec: LanguageSpec, cursor: Cursor, where: Inside, comments: bool = True) -> Mode:
+    before, after = cursor.line_prefix, cursor.line_suffix
+    if before and after and _word(before[-1]) and _word(after[0]):
+        return "none"  # in the middle of a word
+    if any(ch not in CLOSING_CHARS for ch in after):
+        return "none"  # code right of the cursor
+    if where.comment:
+        return "single" if comments else "none"
+    if where.string is not None:
+        return "single"
+    if cursor.blank_line:
+        prev = cursor.prev_line
+        if cursor.at_eof or (prev is not None and opens_block(prev, spec)):
+            return "multi"
+        return "single"
+    code = before.rstrip()
+    if opens_block(before, spec) and (code.endswith(("{", ":", "=>")) or not after.strip()):
+        return "multi"  # a new body; after `(` or `[` only when nothing was auto-closed
+    return "single"
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"

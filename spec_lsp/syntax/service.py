@@ -1,0 +1,118 @@
+"""`SyntaxService`: open documents with incrementally updated trees, and the per-cursor questions
+the scheduler asks (mode, context, stop callback, trim).
+
+Thread-safe: edits arrive on the server's event loop while trims run on worker threads, so every
+document operation holds one lock. The stop callback holds no lock and touches no tree: it works
+on the completion text with a plan computed when it was created.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from spec_lsp.syntax.context import build_context
+from spec_lsp.syntax.document import Document
+from spec_lsp.syntax.languages import spec_for
+from spec_lsp.syntax.trim import Trimmer, _as_mode
+
+
+class SyntaxService:
+    def __init__(self, *, complete_in_comments: bool = True) -> None:
+        self._docs: dict[str, Document] = {}
+        self._lock = threading.RLock()
+        self.complete_in_comments = complete_in_comments
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def open(self, uri: str, language_id: str, text: str) -> None:
+        spec = spec_for(language_id)
+        if spec.name == "plain":
+            spec = spec_for(uri)  # an unknown languageId: try the file's extension
+        with self._lock:
+            self._docs[uri] = Document(spec, text)
+
+    def apply_edit(
+        self, uri: str, start: tuple[int, int], end: tuple[int, int], new_text: str
+    ) -> None:
+        with self._lock:
+            doc = self._docs.get(uri)
+            if doc is not None:
+                doc.apply_edit(start, end, new_text)
+
+    def replace(self, uri: str, text: str) -> None:
+        with self._lock:
+            doc = self._docs.get(uri)
+            if doc is None:
+                self._docs[uri] = Document(spec_for(uri), text)
+            else:
+                doc.replace(text)
+
+    def close(self, uri: str) -> None:
+        with self._lock:
+            self._docs.pop(uri, None)
+
+    def text(self, uri: str) -> str | None:
+        with self._lock:
+            doc = self._docs.get(uri)
+            return doc.text if doc is not None else None
+
+    def tree(self, uri: str) -> object | None:
+        """The document's current tree-sitter Tree (None: unknown document or no grammar)."""
+        with self._lock:
+            doc = self._docs.get(uri)
+            return doc.tree if doc is not None else None
+
+    # -- questions at a cursor ------------------------------------------------------------------
+
+    def _trimmer(self, uri: str, row: int, col: int, mode: str | None) -> Trimmer | None:
+        with self._lock:
+            doc = self._docs.get(uri)
+            if doc is None:
+                return None
+            prefix, suffix = doc.split(row, col)
+            return Trimmer(
+                doc.spec,
+                prefix,
+                suffix,
+                _as_mode(mode),
+                tree=doc.tree,
+                parser=doc.parser,
+                comments=self.complete_in_comments,
+            )
+
+    def mode(self, uri: str, row: int, col: int) -> str:
+        trimmer = self._trimmer(uri, row, col, None)
+        return trimmer.mode if trimmer is not None else "single"
+
+    def context(self, uri: str, row: int, col: int) -> str:
+        with self._lock:
+            doc = self._docs.get(uri)
+            if doc is None:
+                return ""
+            at = doc.offset(row, col)
+            at_byte = doc.byte_offset(at)
+            return build_context(doc.spec, doc.text, doc.tree, at_byte, at)
+
+    def stop_callback(self, uri: str, row: int, col: int, mode: str) -> Callable[[str], int | None]:
+        trimmer = self._trimmer(uri, row, col, mode)
+        if trimmer is None:
+            return _single_line_stop if mode == "single" else _never_stop
+        return trimmer.stop
+
+    def trim(self, uri: str, row: int, col: int, completion: str, mode: str) -> str | None:
+        with self._lock:  # the probe parses with the document's parser
+            trimmer = self._trimmer(uri, row, col, mode)
+            if trimmer is None:
+                line = completion.split("\n", 1)[0] if mode == "single" else completion
+                return line.rstrip() if line.strip() and mode != "none" else None
+            return trimmer.trim(completion)
+
+
+def _single_line_stop(text: str) -> int | None:
+    newline = text.find("\n")
+    return newline if newline >= 0 else None
+
+
+def _never_stop(text: str) -> int | None:
+    return None
