@@ -1,0 +1,142 @@
+"""`spec-lsp record` and `spec-lsp replay` (with its `replay synthesize` mode)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+SYNTHESIZE = "synthesize"
+
+
+def register(subparsers: Any) -> None:
+    record = subparsers.add_parser(
+        "record",
+        help="stdio proxy that records a typing session",
+        description="Launched by an editor in place of the server: forwards LSP both ways, "
+        "byte for byte, and writes what the editor sent as a session (docs/sessions.md).",
+    )
+    record.add_argument("--out", required=True, help="session file to write (.jsonl)")
+    record.add_argument("--source", default="", help="free text for the header's source")
+    record.add_argument("server_cmd", nargs=argparse.REMAINDER, help="-- <server command...>")
+    record.set_defaults(func=run_record)
+
+    replay = subparsers.add_parser(
+        "replay",
+        help="replay typing sessions against the server and measure latency",
+        description="spec-lsp replay SESSION.jsonl... [options]  |  "
+        "spec-lsp replay synthesize FILE... --out DIR [options]",
+    )
+    replay.add_argument("inputs", nargs="+", metavar="SESSION", help="session files or folders")
+    group = replay.add_argument_group("replay")
+    group.add_argument("--preset", help="model preset (server --preset and initializationOptions)")
+    group.add_argument("--speed", type=float, default=1.0, help="time scale (2 = twice as fast)")
+    group.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    group.add_argument("--plot", metavar="PATH", help="write a latency plot (PNG)")
+    group.add_argument("--compare", choices=["plain"], help="replay again without speculation")
+    group.add_argument("--server-cmd", help="server command line (default: spec-lsp serve)")
+    group.add_argument("--init-options", default="{}", help="extra initializationOptions (JSON)")
+    group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
+    group.add_argument("--load-timeout", type=float, default=600.0, help="seconds to load a model")
+    synth = replay.add_argument_group(
+        f"{SYNTHESIZE} (spec-lsp replay {SYNTHESIZE} FILE... --out DIR)"
+    )
+    synth.add_argument("--out", metavar="DIR", help="where to write synthesized sessions")
+    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--per-file", type=int, default=1, help="regions to type per file")
+    synth.add_argument("--min-chars", type=int, default=80)
+    synth.add_argument("--max-chars", type=int, default=300)
+    replay.set_defaults(func=run_replay)
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from spec_lsp.replay.recorder import record
+
+    cmd = list(args.server_cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        print("spec-lsp record: give the server command after --", file=sys.stderr)
+        return 2
+    return record(cmd, args.out, source=args.source)
+
+
+def session_paths(inputs: list[str]) -> list[Path]:
+    paths: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        paths += sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    return paths
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    if args.inputs[0] == SYNTHESIZE:
+        return run_synthesize(args)
+    if args.out is not None:
+        print(f"spec-lsp replay: --out is for `replay {SYNTHESIZE}`", file=sys.stderr)
+        return 2
+    from spec_lsp.replay.client import ServerError
+    from spec_lsp.replay.format import SessionFormatError, read_session
+    from spec_lsp.replay.run import ReplayOptions, replay_command
+
+    try:
+        sessions = [read_session(p) for p in session_paths(args.inputs)]
+        extra = json.loads(args.init_options)
+    except (OSError, SessionFormatError, json.JSONDecodeError) as exc:
+        print(f"spec-lsp replay: {exc}", file=sys.stderr)
+        return 2
+    if not sessions or not isinstance(extra, dict):
+        print("spec-lsp replay: no sessions, or --init-options is not an object", file=sys.stderr)
+        return 2
+    options = ReplayOptions(
+        preset=args.preset,
+        speed=args.speed,
+        server_cmd=shlex.split(args.server_cmd) if args.server_cmd else None,
+        init_options=extra,
+        compare=args.compare,
+        pause_ms=args.pause_ms,
+        load_timeout_s=args.load_timeout,
+        json_path=args.json,
+        plot_path=args.plot,
+    )
+    try:
+        return replay_command(sessions, options)
+    except ServerError as exc:
+        print(f"spec-lsp replay: {exc}", file=sys.stderr)
+        return 1
+
+
+def run_synthesize(args: argparse.Namespace) -> int:
+    from spec_lsp.replay.synthesize import synthesize
+
+    files = [Path(p) for p in args.inputs[1:]]
+    if not files or args.out is None:
+        print(f"usage: spec-lsp replay {SYNTHESIZE} FILE... --out DIR", file=sys.stderr)
+        return 2
+    try:
+        written = synthesize(
+            files, Path(args.out), args.seed, args.per_file, args.min_chars, args.max_chars
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"spec-lsp replay {SYNTHESIZE}: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    if not written:
+        print("no region fitted the size limits", file=sys.stderr)
+    return 0 if written else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m spec_lsp.commands.replay record|replay ...`: these two commands alone."""
+    parser = argparse.ArgumentParser(prog="spec-lsp")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""`spec-lsp replay`: sends recorded sessions to a real server at their original times.
+
+The replayer owns the connection: it starts the server, does initialize/shutdown with its own
+client capabilities (those of a plain VS Code-like editor), waits for the model to be ready, then
+sends every message of every session on schedule (scaled by `speed`), renumbering request ids
+and keeping its own copy of each document so it can tell, for every answer, what the document
+was when it was asked and when it arrived. Figures come from `analysis`; this module only
+observes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from spec_lsp.replay.client import LspClient, ServerError
+from spec_lsp.replay.document import Document
+from spec_lsp.replay.format import Session
+from spec_lsp.replay.trace import Change, RequestRecord, Run, SessionTrace
+
+TRACKED = frozenset({"textDocument/inlineCompletion", "textDocument/completion"})
+PLAIN_OPTIONS = {"speculation": "off", "kvReuse": False}
+
+
+@dataclass
+class ReplayConfig:
+    server_cmd: list[str]
+    init_options: dict[str, Any] = field(default_factory=dict)
+    speed: float = 1.0
+    load_timeout_s: float = 600.0
+    drain_timeout_s: float = 30.0  # after a session, how long to wait for outstanding answers
+    label: str = "spec"
+    server_log: IO[bytes] | None = None
+
+
+def default_server_cmd(preset: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "spec_lsp.cli", "serve"]
+    return cmd + ["--preset", preset] if preset else cmd
+
+
+def client_capabilities(encoding: str) -> dict[str, Any]:
+    return {
+        "general": {"positionEncodings": [encoding]},
+        "textDocument": {
+            "synchronization": {"dynamicRegistration": False, "didSave": False},
+            "inlineCompletion": {"dynamicRegistration": False},
+            "completion": {"completionItem": {"snippetSupport": False}},
+        },
+        "window": {"workDoneProgress": True, "showMessage": {}},
+        "workspace": {"configuration": False},
+    }
+
+
+class SessionPlayer:
+    """Replays one session over a started client, filling in a SessionTrace."""
+
+    def __init__(self, client: LspClient, session: Session, speed: float) -> None:
+        self.client = client
+        self.session = session
+        self.speed = speed
+        self.docs: dict[str, Document] = {}
+        self.by_session_id: dict[Any, RequestRecord] = {}
+        self.trace = SessionTrace(name=session.name, encoding=session.header.position_encoding)
+        self.cancels_skipped = 0
+        self._gaps = _change_gaps(session, speed)
+        self._t0 = 0.0
+
+    async def play(self, drain_timeout_s: float) -> SessionTrace:
+        loop = asyncio.get_running_loop()
+        self._t0 = loop.time()
+        for index, event in enumerate(self.session.events):
+            due = self._t0 + event.t / 1000.0 / self.speed
+            if (delay := due - loop.time()) > 0:
+                await asyncio.sleep(delay)
+            now = loop.time() - self._t0
+            late_ms = (now - event.t / 1000.0 / self.speed) * 1000.0
+            self.trace.late_ms_max = max(self.trace.late_ms_max, late_ms)
+            self._send(event.msg, now, self._gaps.get(index))
+            await self.client.drain()
+        self.trace.end = loop.time() - self._t0
+        await self._wait_outstanding(drain_timeout_s)
+        for uri in list(self.docs):  # leave the server as we found it
+            self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        await self.client.drain()
+        return self.trace
+
+    def _send(self, msg: dict[str, Any], now: float, gap_ms: float | None) -> None:
+        method = msg.get("method")
+        params = msg.get("params") or {}
+        if method == "textDocument/didOpen":
+            doc = params["textDocument"]
+            self.docs[doc["uri"]] = Document(
+                doc["uri"],
+                doc.get("languageId", ""),
+                doc.get("version", 0),
+                doc["text"],
+                self.trace.encoding,
+            )
+            self.trace.changes.append(Change(doc["uri"], now, doc.get("version", 0), doc["text"]))
+        elif method == "textDocument/didChange":
+            uri = params["textDocument"]["uri"]
+            if (document := self.docs.get(uri)) is not None:
+                version = params["textDocument"].get("version", document.version + 1)
+                edits = document.apply(params["contentChanges"], version)
+                self.trace.changes.append(Change(uri, now, version, document.text, edits, gap_ms))
+        elif method == "textDocument/didClose":
+            self.docs.pop(params["textDocument"]["uri"], None)
+        elif method == "$/cancelRequest":
+            self._cancel(params.get("id"), now)
+            return
+        if "id" in msg and method is not None:
+            self._request(msg, now)
+        else:
+            self.client.send(msg)
+
+    def _request(self, msg: dict[str, Any], now: float) -> None:
+        wire = dict(msg, id=self.client.next_id())
+        params = msg.get("params") or {}
+        uri = params.get("textDocument", {}).get("uri", "")
+        document = self.docs.get(uri)
+        if msg["method"] not in TRACKED or document is None or "position" not in params:
+            self.client.send(wire, lambda _m, _t: None)
+            return
+        record = RequestRecord(
+            id=wire["id"],
+            session_id=msg["id"],
+            method=msg["method"],
+            uri=uri,
+            sent=now,
+            version=document.version,
+            text=document.text,
+            cursor=document.offset(params["position"]),
+        )
+        self.by_session_id[msg["id"]] = record
+        self.trace.requests.append(record)
+
+        def on_response(response: dict[str, Any], arrived: float) -> None:
+            record.arrived = arrived - self._t0
+            live = self.docs.get(uri)
+            record.arrived_version = live.version if live is not None else None
+            record.result = response.get("result")
+            record.error = response.get("error")
+
+        self.client.send(wire, on_response)
+
+    def _cancel(self, session_id: Any, now: float) -> None:
+        record = self.by_session_id.get(session_id)
+        if record is None or record.arrived is not None:
+            self.cancels_skipped += 1  # a client only cancels requests still pending
+            return
+        record.cancel_sent = now
+        self.client.notify("$/cancelRequest", {"id": record.id})
+
+    async def _wait_outstanding(self, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while any(r.arrived is None for r in self.trace.requests) and loop.time() < deadline:
+            if self.client.closed.is_set():
+                return
+            await asyncio.sleep(0.05)
+
+
+def _change_gaps(session: Session, speed: float) -> dict[int, float]:
+    """For each didChange's index: replayed ms until the next didChange, or the session's end."""
+    indexes = [i for i, e in enumerate(session.events) if e.method == "textDocument/didChange"]
+    gaps = {}
+    for i, index in enumerate(indexes):
+        next_t = session.events[indexes[i + 1]].t if i + 1 < len(indexes) else session.duration_ms
+        gaps[index] = (next_t - session.events[index].t) / speed
+    return gaps
+
+
+async def _initialize(client: LspClient, encoding: str, options: dict[str, Any]) -> None:
+    params = {
+        "processId": os.getpid(),
+        "clientInfo": {"name": "spec-lsp-replay", "version": "1"},
+        "rootUri": None,
+        "capabilities": client_capabilities(encoding),
+        "initializationOptions": options,
+    }
+    await client.request("initialize", params, timeout=120.0)
+    client.notify("initialized", {})
+    await client.drain()
+
+
+async def _wait_ready(client: LspClient, timeout_s: float) -> Any:
+    """Polls spec-lsp/status until the model is loaded; None for servers without it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        try:
+            status = await client.request("spec-lsp/status", timeout=30.0)
+        except ServerError as exc:
+            if exc.code is None:  # died or timed out, not "method not found"
+                raise
+            return None
+        state = (status or {}).get("state")
+        if state == "failed":
+            raise ServerError(f"the server failed to load its model: {status.get('error')}")
+        if state != "loading":
+            return status
+        if loop.time() > deadline:
+            raise ServerError(f"the model did not load within {timeout_s:.0f} s")
+        await asyncio.sleep(0.25)
+
+
+async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
+    """Replays all sessions, in order, against one server (a new one per position encoding)."""
+    run = Run(label=config.label, init_options=dict(config.init_options))
+    client: LspClient | None = None
+    encoding = None
+    try:
+        for session in sessions:
+            if client is None or session.header.position_encoding != encoding:
+                if client is not None:
+                    await client.stop()
+                encoding = session.header.position_encoding
+                client = LspClient(config.server_cmd, config.server_log)
+                await client.start()
+                await _initialize(client, encoding, config.init_options)
+                run.server_status = await _wait_ready(client, config.load_timeout_s)
+            player = SessionPlayer(client, session, config.speed)
+            run.traces.append(await player.play(config.drain_timeout_s))
+            if client.closed.is_set():
+                raise ServerError(f"the server exited during session {session.name!r}")
+        if client is not None:
+            with contextlib.suppress(ServerError):
+                run.server_stats = await client.request("spec-lsp/stats", timeout=30.0)
+    finally:
+        if client is not None:
+            run.messages = list(client.messages)
+            await client.stop()
+    return run
+
+
+def replay(sessions: list[Session], config: ReplayConfig) -> Run:
+    """Synchronous entry point; server stderr goes to a temporary log shown on failure."""
+    if config.server_log is not None:
+        return asyncio.run(replay_run(sessions, config))
+    with tempfile.TemporaryFile() as log:
+        config.server_log = log
+        try:
+            return asyncio.run(replay_run(sessions, config))
+        except ServerError as exc:
+            log.seek(0)
+            tail = log.read().decode("utf-8", "replace")[-3000:]
+            raise ServerError(f"{exc}\n--- server log (tail) ---\n{tail}") from None
+        finally:
+            config.server_log = None

@@ -1,0 +1,78 @@
+"""The `spec-lsp replay` command: one replay (and optionally a plain one), then the report."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_lsp.replay.analysis import Tally, analyze
+from spec_lsp.replay.format import Session
+from spec_lsp.replay.replayer import PLAIN_OPTIONS, ReplayConfig, default_server_cmd, replay
+from spec_lsp.replay.report import plot, ratios, table, write_json
+from spec_lsp.replay.trace import Run
+
+
+@dataclass
+class ReplayOptions:
+    preset: str | None = None
+    speed: float = 1.0
+    server_cmd: list[str] | None = None
+    init_options: dict[str, Any] = field(default_factory=dict)
+    compare: str | None = None
+    pause_ms: float = 300.0
+    load_timeout_s: float = 600.0
+    json_path: str | None = None
+    plot_path: str | None = None
+
+
+def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> ReplayConfig:
+    init = dict(options.init_options)
+    if options.preset:
+        init["preset"] = options.preset
+    init.update(extra)
+    cmd = options.server_cmd or default_server_cmd(options.preset)
+    return ReplayConfig(cmd, init, options.speed, options.load_timeout_s, label=label)
+
+
+def _document(run: Run, figures: dict[str, Any]) -> dict[str, Any]:
+    return figures | {
+        "init_options": run.init_options,
+        "server_status": run.server_status,
+        "server_messages": run.messages,
+        "server_stats": run.server_stats,
+    }
+
+
+def replay_command(sessions: list[Session], options: ReplayOptions) -> int:
+    names = ", ".join(s.name for s in sessions)
+    runs: list[tuple[Run, dict[str, Any], Tally]] = []
+    plans: list[tuple[str, dict[str, Any]]] = [("spec", {})]
+    if options.compare == "plain":
+        plans.append(("plain", dict(PLAIN_OPTIONS)))
+    for label, extra in plans:
+        print(f"replaying {len(sessions)} session(s) [{label}]: {names}", file=sys.stderr)
+        run = replay(sessions, _config(options, label, extra))
+        figures, tally = analyze(run.traces, options.pause_ms)
+        runs.append((run, figures, tally))
+    print(table([(run.label, figures) for run, figures, _ in runs], options.pause_ms))
+    for run, _, _ in runs:
+        for message in run.messages:
+            print(f"[{run.label}] server message: {message}", file=sys.stderr)
+    main_run, main_figures, _ = runs[0]
+    document: dict[str, Any] = {
+        "sessions": [s.name for s in sessions],
+        "preset": options.preset,
+        "speed": options.speed,
+        "pause_ms": options.pause_ms,
+    }
+    document |= _document(main_run, main_figures)
+    if len(runs) == 2:
+        other_run, other_figures, _ = runs[1]
+        document["compare"] = {"mode": options.compare} | _document(other_run, other_figures)
+        document["compare"]["ratios"] = ratios(main_figures, other_figures)
+    if options.json_path:
+        write_json(options.json_path, document)
+    if options.plot_path:
+        plot(options.plot_path, [(run.label, tally) for run, _, tally in runs])
+    return 0
