@@ -26,6 +26,8 @@ def inside(spec: LanguageSpec, cursor: Cursor, tree: Tree | None, at_byte: int) 
     line = scan(cursor.line_prefix, spec)
     if line.end_comment:
         return Inside(comment=True)
+    if tree is not None and line.end_string is not None and _in_substitution(tree, at_byte):
+        return Inside()  # `${...}` in a template string, `{...}` in an f-string: code
     if line.end_string is not None:
         return Inside(string=line.end_string)
     if tree is None:
@@ -39,6 +41,20 @@ def inside(spec: LanguageSpec, cursor: Cursor, tree: Tree | None, at_byte: int) 
                 return Inside(string=_quote_of(spec, node))
         node = node.parent
     return Inside()
+
+
+def _in_substitution(tree: Tree, at_byte: int) -> bool:
+    node: Node | None = tree.root_node.descendant_for_byte_range(at_byte, at_byte)
+    while node is not None:
+        if node.type in _SUBSTITUTIONS and node.start_byte < at_byte:
+            return True
+        if "string" in node.type and node.type not in _SUBSTITUTIONS:
+            return False
+        node = node.parent
+    return False
+
+
+_SUBSTITUTIONS = frozenset({"template_substitution", "interpolation"})
 
 
 def _comment_open(node: Node, at_byte: int) -> bool:

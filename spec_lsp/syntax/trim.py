@@ -2,8 +2,8 @@
 
 `Trimmer` is built once per request (language, text around the cursor, mode). `trim(text)` applies
 the text-only cuts of `spec_lsp.syntax.units`, then, among the boundaries left (line ends, just
-after `)]};`), prefers the longest one whose insertion adds no parse error that the file did not
-already have, then drops trailing whitespace; an empty result is None ("show nothing").
+after `)]};`), takes the longest of those whose insertion leaves the fewest parse errors (so it
+adds no parse error that the file or a shorter boundary did not already have), then drops trailing whitespace; an empty result is None ("show nothing").
 `stop(text)` is the engine's stop callback: the text-only cut, rerun only when the new text could
 have ended the unit. The result is always a prefix of the completion.
 """
@@ -66,14 +66,17 @@ class Trimmer:
         ]
         if not candidates:
             return len(text)
+        # The fewest parse errors, and the longest candidate among those: a longer candidate
+        # with more errors than a shorter one added them, even if the total stays at the
+        # file's baseline (it fixed an old error and made a new one).
         probe = self._get_probe()
         best, best_errors = candidates[0], None
         for end in candidates:  # longest first
             errors = probe.errors(text[:end].rstrip())
-            if errors <= probe.baseline:
-                return end
             if best_errors is None or errors < best_errors:
                 best, best_errors = end, errors
+            if errors == 0:
+                break
         return best
 
     def _get_probe(self) -> ErrorProbe:
