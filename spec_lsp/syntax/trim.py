@@ -96,7 +96,7 @@ class Trimmer:
         if not _may_end(self.plan, text, new):
             return None
         cut = hard_cut(self.plan, text, final=False)
-        return cut.pos if cut.complete else None
+        return len(text[: cut.pos].rstrip()) if cut.complete else None
 
 
 def _may_end(plan: Plan, text: str, new: str) -> bool:
