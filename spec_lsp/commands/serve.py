@@ -1,0 +1,57 @@
+"""`spec-lsp serve`: run the language server over stdio (default) or TCP."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the language server (stdio by default)",
+        description="Serve inline completions over LSP. Logs go to stderr or --log-file.",
+    )
+    p.add_argument("--preset", default="bundled", help="model pair (models/*.toml, or tiny)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(func=serve)
+
+
+def parse_tcp(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "", value
+    return host or "127.0.0.1", int(port)
+
+
+def setup_logging(level: str, log_file: str | None) -> None:
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # pygls logs every message body at INFO; keep that out unless debugging.
+    logging.getLogger("pygls").setLevel("DEBUG" if level == "DEBUG" else "WARNING")
+
+
+def serve(args: argparse.Namespace) -> int:
+    setup_logging(args.log_level, args.log_file)
+    from spec_lsp.server import build_server
+
+    server = build_server(preset=args.preset, device=args.device)
+    if args.tcp:
+        try:
+            host, port = parse_tcp(args.tcp)
+        except ValueError:
+            print(f"spec-lsp serve: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
+        server.start_tcp(host, port)
+    else:
+        server.start_io()
+    return 0

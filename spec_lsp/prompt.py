@@ -1,0 +1,147 @@
+"""Prompts: a fill-in-the-middle template per model family, and windows within a token budget.
+
+This module owns turning (prefix, suffix, context) into one prompt string. It knows nothing of
+LSP, torch or tree-sitter. Two rules keep the engine's per-document KV cache useful while typing:
+
+- The text being typed is the END of the prompt. Families trained with suffix-first layouts
+  (StarCoder's SPM variant, Code Llama's suffix-first, Codestral's native order) put the suffix
+  before the prefix; families trained only prefix-suffix-middle (Qwen2.5-Coder, DeepSeek-Coder)
+  keep a short suffix, which is all that must be prefilled again after each keystroke.
+- Everything before the typed text stays byte-identical between keystrokes: the prefix window
+  starts on a line boundary that only moves in jumps (a quarter of the budget at a time), and the
+  context (imports, enclosing scope headers) is placed first and only when the window does not
+  already start at the top of the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Layout = Literal["psm", "spm", "prefix"]
+CHARS_PER_TOKEN = 3.0  # conservative for code; budgets are in tokens, windows in characters
+
+
+@dataclass(frozen=True)
+class FimTemplate:
+    family: str
+    layout: Layout
+    pattern: str  # with {prefix} and {suffix}
+
+    def render(self, prefix: str, suffix: str) -> str:
+        return self.pattern.replace("{suffix}", suffix).replace("{prefix}", prefix)
+
+
+TEMPLATES: dict[str, FimTemplate] = {
+    # bigcode Megatron's SPM variant: <fim_prefix><fim_suffix>S<fim_middle>P (trained half the time)
+    "starcoder": FimTemplate(
+        "starcoder", "spm", "<fim_prefix><fim_suffix>{suffix}<fim_middle>{prefix}"
+    ),
+    # Qwen2.5-Coder: PSM only.
+    "qwen": FimTemplate(
+        "qwen", "psm", "<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
+    ),
+    # DeepSeek-Coder: PSM.
+    "deepseek": FimTemplate(
+        "deepseek", "psm", "<｜fim▁begin｜>{prefix}<｜fim▁hole｜>{suffix}<｜fim▁end｜>"
+    ),
+    # Code Llama's suffix-first format: "<PRE> <SUF>{suf} <MID> {pre}".
+    "codellama": FimTemplate("codellama", "spm", "<PRE> <SUF>{suffix} <MID> {prefix}"),
+    # Codestral (mistral-common): [SUFFIX]suffix[PREFIX]prefix.
+    "codestral": FimTemplate("codestral", "spm", "[SUFFIX]{suffix}[PREFIX]{prefix}"),
+    # Models without FIM (SmolLM2): the prefix alone.
+    "none": FimTemplate("none", "prefix", "{prefix}"),
+}
+
+
+def template_for(family: str) -> FimTemplate:
+    return TEMPLATES.get(family, TEMPLATES["none"])
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Characters for each part of the prompt, from the model's context and generation length."""
+
+    prefix_chars: int
+    suffix_chars: int
+
+    @classmethod
+    def for_model(cls, context_tokens: int, max_new_tokens: int, layout: Layout) -> Budget:
+        usable = max(64, context_tokens - max_new_tokens - 16)  # 16: template tokens
+        if layout == "prefix":
+            return cls(int(usable * CHARS_PER_TOKEN), 0)
+        # PSM prefills the whole suffix again on every keystroke: keep it short.
+        share = 0.25 if layout == "spm" else 0.125
+        suffix_tokens = int(usable * share)
+        return cls(
+            int((usable - suffix_tokens) * CHARS_PER_TOKEN), int(suffix_tokens * CHARS_PER_TOKEN)
+        )
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    window_start: int  # first line of the prefix window
+    context_used: bool
+
+
+class PromptBuilder:
+    """Builds prompts for one model family, remembering each document's prefix window start."""
+
+    def __init__(self, family: str, context_tokens: int, max_new_tokens: int) -> None:
+        self.template = template_for(family)
+        self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
+        self._starts: dict[str, int] = {}
+
+    def forget(self, doc_id: str) -> None:
+        self._starts.pop(doc_id, None)
+
+    def build(self, doc_id: str, lines: list[str], row: int, col: int, context: str = "") -> Prompt:
+        """`lines` without terminators (joined by "\\n"); (row, col) in characters."""
+        start = self._window_start(doc_id, lines, row, col)
+        prefix = "\n".join(lines[start:row] + [lines[row][:col]])
+        context_used = False
+        if start > 0 and context:
+            header = _dedupe_context(context, lines[start:row])
+            if header:
+                prefix = header + prefix
+                context_used = True
+        suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
+        return Prompt(self.template.render(prefix, suffix), start, context_used)
+
+    def _window_start(self, doc_id: str, lines: list[str], row: int, col: int) -> int:
+        limit = self.budget.prefix_chars
+        previous = self._starts.get(doc_id)
+        if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:
+            return previous
+        # Jump so that a quarter of the budget is free for growth before the next move.
+        target = int(limit * 0.75)
+        start, size = row, col
+        while start > 0 and size + len(lines[start - 1]) + 1 <= target:
+            start -= 1
+            size += len(lines[start]) + 1
+        self._starts[doc_id] = start
+        return start
+
+    def _suffix(self, lines: list[str], row: int, col: int) -> str:
+        limit = self.budget.suffix_chars
+        parts = [lines[row][col:]]
+        size = len(parts[0])
+        for line in lines[row + 1 :]:
+            if size + len(line) + 1 > limit:
+                break
+            parts.append(line)
+            size += len(line) + 1
+        text = "\n".join(parts)
+        return text[:limit]
+
+
+def _span(lines: list[str], start: int, row: int, col: int) -> int:
+    return sum(len(line) + 1 for line in lines[start:row]) + col
+
+
+def _dedupe_context(context: str, window: list[str]) -> str:
+    """Context lines not already in the window, ending with a newline (or "")."""
+    seen = set(window)
+    kept = [line for line in context.splitlines() if line.strip() and line not in seen]
+    return "\n".join(kept) + "\n" if kept else ""

@@ -1,0 +1,124 @@
+"""What the server counts and measures, reported by `spec-lsp/stats`.
+
+This module owns the counters and latency windows; it knows nothing of LSP or torch. The
+scheduler records into it from the event loop only, so it needs no lock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_lsp.engine.api import GenerationStats
+
+STAGES = ("total", "queue", "prefill", "decode", "typedThrough", "stop")
+WINDOW = 2000  # latency samples kept per stage
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list (q in [0, 100])."""
+    if not sorted_values:
+        return 0.0
+    rank = max(0, min(len(sorted_values) - 1, round(q / 100 * (len(sorted_values) - 1))))
+    return sorted_values[rank]
+
+
+@dataclass
+class LatencyWindow:
+    samples: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+
+    def add(self, ms: float) -> None:
+        self.samples.append(ms)
+
+    def summary(self) -> dict[str, float]:
+        values = sorted(self.samples)
+        return {
+            "p50": round(percentile(values, 50), 3),
+            "p90": round(percentile(values, 90), 3),
+            "p99": round(percentile(values, 99), 3),
+            "n": len(values),
+        }
+
+
+@dataclass
+class ServerStats:
+    requests: int = 0
+    answered: int = 0  # non-empty suggestions returned
+    cancelled: int = 0  # superseded, $/cancelRequest, or dropped while debouncing
+    stale: int = 0  # computed, then discarded because the document had changed
+    empty: int = 0
+    generated: int = 0  # requests that ran the model
+    cache_hits: int = 0
+    typed_through: int = 0
+    shown: int = 0
+    accepted: int = 0
+    partially_accepted: int = 0
+    accepted_chars: int = 0
+    proposed_tokens: int = 0
+    accepted_tokens: int = 0
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    prefilled_tokens: int = 0
+    generated_tokens: int = 0
+    last_latency_ms: float = 0.0
+    latency: dict[str, LatencyWindow] = field(
+        default_factory=lambda: {stage: LatencyWindow() for stage in STAGES}
+    )
+    # Exponential moving average of a model call's total time (drives the adaptive debounce).
+    model_ms_ema: float | None = None
+
+    def record_generation(self, g: GenerationStats, queue_ms: float) -> None:
+        self.generated += 1
+        self.proposed_tokens += g.proposed_tokens
+        self.accepted_tokens += g.accepted_tokens
+        self.prompt_tokens += g.prompt_tokens
+        self.reused_tokens += g.reused_tokens
+        self.prefilled_tokens += g.prefilled_tokens
+        self.generated_tokens += g.generated_tokens
+        self.latency["queue"].add(queue_ms)
+        self.latency["prefill"].add(g.prefill_ms)
+        self.latency["decode"].add(max(0.0, g.total_ms - g.prefill_ms))
+        if g.stop_reason != "cancelled":
+            ema = self.model_ms_ema
+            self.model_ms_ema = g.total_ms if ema is None else 0.8 * ema + 0.2 * g.total_ms
+
+    def record_answer(self, total_ms: float, text: str) -> None:
+        self.last_latency_ms = total_ms
+        self.latency["total"].add(total_ms)
+        if text:
+            self.answered += 1
+        else:
+            self.empty += 1
+
+    def to_wire(self, model: dict[str, Any]) -> dict[str, Any]:
+        acceptance = self.accepted_tokens / self.proposed_tokens if self.proposed_tokens else None
+        return {
+            "requests": self.requests,
+            "answered": self.answered,
+            "cancelled": self.cancelled,
+            "stale": self.stale,
+            "empty": self.empty,
+            "generated": self.generated,
+            "cacheHits": self.cache_hits,
+            "typedThrough": self.typed_through,
+            "shown": self.shown,
+            "accepted": self.accepted,
+            "partiallyAccepted": self.partially_accepted,
+            "acceptedChars": self.accepted_chars,
+            "latencyMs": {stage: w.summary() for stage, w in self.latency.items()},
+            "acceptance": acceptance,
+            "proposedTokens": self.proposed_tokens,
+            "acceptedTokens": self.accepted_tokens,
+            "kvReuse": {
+                "promptTokens": self.prompt_tokens,
+                "reusedTokens": self.reused_tokens,
+                "prefilledTokens": self.prefilled_tokens,
+                "prefilledPerRequest": (
+                    self.prefilled_tokens / self.generated if self.generated else None
+                ),
+            },
+            "generatedTokens": self.generated_tokens,
+            "model": model,
+            "lastLatencyMs": round(self.last_latency_ms, 3),
+        }

@@ -1,0 +1,188 @@
+"""The inference worker: one thread that owns the models, so the event loop never blocks on torch.
+
+This module owns loading a backend and running its calls one at a time; results come back to the
+asyncio loop as futures. It knows nothing of LSP, documents or prompts, and imports no torch
+itself (the loader it is given does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult, GenerationStats
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[str, float], None]
+Loader = Callable[[ProgressFn], Backend]
+
+
+@dataclass
+class ModelInfo:
+    preset: str = ""
+    device: str = ""
+    target: str = ""
+    draft: str | None = None
+    fim: str = "none"
+    context_tokens: int = 2048
+    max_new_tokens: int = 64
+
+    @classmethod
+    def of(cls, backend: Backend, preset_name: str) -> ModelInfo:
+        p = getattr(backend, "preset", None)
+        return cls(
+            preset=str(getattr(p, "name", preset_name)),
+            device=str(getattr(backend, "device", "")),
+            target=str(getattr(p, "target", "")),
+            draft=getattr(p, "draft", None),
+            fim=str(getattr(p, "fim", "none") or "none"),
+            context_tokens=int(getattr(p, "context_tokens", 2048) or 2048),
+            max_new_tokens=int(getattr(p, "max_new_tokens", 64) or 64),
+        )
+
+
+@dataclass
+class Job:
+    """One generation, shared by the request that started it and any typing through it."""
+
+    request: GenerationRequest
+    future: asyncio.Future[GenerationResult]
+    submitted: float = field(default_factory=time.perf_counter)
+    started: float | None = None
+    streamed: str = ""  # text generated so far (written by the worker thread)
+    finished: float | None = None
+    cancelled_at: float | None = None  # when the scheduler set the cancel token
+    waiters: int = 1
+    recorded: bool = False
+
+    def cancel(self) -> None:
+        if self.request.cancel is not None and not self.request.cancel.cancelled:
+            self.cancelled_at = time.perf_counter()
+            self.request.cancel.cancel()
+
+    @property
+    def stop_ms(self) -> float | None:
+        """Time from cancelling a running generation to the engine returning."""
+        if self.cancelled_at is None or self.finished is None or self.started is None:
+            return None
+        return max(0.0, self.finished - max(self.cancelled_at, self.started)) * 1000
+
+    @property
+    def queue_ms(self) -> float:
+        return 0.0 if self.started is None else (self.started - self.submitted) * 1000
+
+
+class InferenceWorker:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="spec-lsp-inference", daemon=True)
+        self.backend: Backend | None = None
+        self.state = "loading"
+        self.error: str | None = None
+        self.info = ModelInfo()
+        self._thread.start()
+
+    # -- called from the event loop -------------------------------------------------------
+    def load(
+        self, preset: str, loader: Loader, progress: ProgressFn, done: Callable[[], None]
+    ) -> None:
+        """Replaces the backend in the worker thread; `done` runs on the loop afterwards."""
+        self.state, self.error, self.info = "loading", None, ModelInfo(preset=preset)
+
+        def on_progress(message: str, fraction: float) -> None:
+            self._loop.call_soon_threadsafe(progress, message, fraction)
+
+        def job() -> None:
+            self.backend = None  # drop the old models before loading new ones
+            try:
+                backend = loader(on_progress)
+                info = ModelInfo.of(backend, preset)
+                result: tuple[str, str | None, Backend | None, ModelInfo] = (
+                    "ready",
+                    None,
+                    backend,
+                    info,
+                )
+            except Exception as exc:  # a failed load is reported once, the server stays up
+                log.exception("loading preset %r failed", preset)
+                result = ("failed", str(exc) or type(exc).__name__, None, ModelInfo(preset=preset))
+            self._loop.call_soon_threadsafe(self._loaded, result, done)
+
+        self._queue.put(job)
+
+    def _loaded(
+        self,
+        result: tuple[str, str | None, Backend | None, ModelInfo],
+        done: Callable[[], None],
+    ) -> None:
+        self.state, self.error, self.backend, self.info = result
+        done()
+
+    def submit(self, job: Job) -> None:
+        self._queue.put(lambda: self._generate(job))
+
+    def call(self, fn: Callable[[Backend], Any]) -> None:
+        """Runs `fn(backend)` in the worker (e.g. forgetting a document's KV state)."""
+
+        def job() -> None:
+            if self.backend is not None:
+                try:
+                    fn(self.backend)
+                except Exception:
+                    log.exception("worker call failed")
+
+        self._queue.put(job)
+
+    def stop(self) -> None:
+        self._queue.put(None)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    # -- the worker thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        while (task := self._queue.get()) is not None:
+            task()
+
+    def _generate(self, job: Job) -> None:
+        request = job.request
+        job.started = time.perf_counter()
+        backend = self.backend
+        if (request.cancel is not None and request.cancel.cancelled) or backend is None:
+            self._resolve(job, GenerationResult("", stats=GenerationStats(stop_reason="cancelled")))
+            return
+
+        def on_text(piece: str) -> None:
+            job.streamed += piece
+
+        request.on_text = on_text
+        try:
+            result = backend.generate(request)
+        except Exception as exc:
+            job.finished = time.perf_counter()
+            log.exception("generation failed")
+            self._loop.call_soon_threadsafe(_set_exception, job.future, exc)
+            return
+        job.finished = time.perf_counter()
+        self._resolve(job, result)
+
+    def _resolve(self, job: Job, result: GenerationResult) -> None:
+        self._loop.call_soon_threadsafe(_set_result, job.future, result)
+
+
+def _set_result(future: asyncio.Future[GenerationResult], result: GenerationResult) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[GenerationResult], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)

@@ -1,0 +1,117 @@
+"""Helpers for driving the real `spec-lsp serve` process with pytest-lsp."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient, client_capabilities
+
+CLIENTS = ("neovim@v0.10.0", "visual-studio-code")
+READY_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 60.0
+
+
+def server_command(preset: str) -> list[str]:
+    return [sys.executable, "-m", "spec_lsp.cli", "serve", "--preset", preset]
+
+
+async def start_session(
+    client: LanguageClient, spec: str, options: dict[str, Any] | None = None
+) -> types.InitializeResult:
+    caps = client_capabilities(spec)
+    result = await client.initialize_session(
+        types.InitializeParams(capabilities=caps, initialization_options=options or {})
+    )
+    await wait_ready(client)
+    return result
+
+
+async def request(client: LanguageClient, method: str, params: Any = None) -> Any:
+    return await asyncio.wait_for(
+        client.protocol.send_request_async(method, params), REQUEST_TIMEOUT_S
+    )
+
+
+async def wait_ready(client: LanguageClient, timeout: float = READY_TIMEOUT_S) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        status = _plain(await request(client, "spec-lsp/status"))
+        if status["state"] != "loading":
+            return status
+        if loop.time() > deadline:
+            raise TimeoutError(f"model still loading after {timeout} s")
+        await asyncio.sleep(0.1)
+
+
+async def stats(client: LanguageClient) -> dict[str, Any]:
+    return _plain(await request(client, "spec-lsp/stats"))
+
+
+def _plain(value: Any) -> Any:
+    """pygls hands custom results back as attribute objects; turn them into dicts."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return {k: _plain(v) for k, v in vars(value).items()}
+    return value
+
+
+def open_doc(
+    client: LanguageClient, uri: str, text: str, language_id: str = "python", version: int = 1
+) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id=language_id, version=version, text=text
+            )
+        )
+    )
+
+
+def insert(client: LanguageClient, uri: str, version: int, line: int, char: int, text: str) -> None:
+    pos = types.Position(line=line, character=char)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=pos, end=pos), text=text
+                )
+            ],
+        )
+    )
+
+
+def inline_params(uri: str, line: int, char: int) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=char),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
+
+
+async def inline(
+    client: LanguageClient, uri: str, line: int, char: int
+) -> types.InlineCompletionList | None:
+    result = await asyncio.wait_for(
+        client.text_document_inline_completion_async(inline_params(uri, line, char)),
+        REQUEST_TIMEOUT_S,
+    )
+    assert result is None or isinstance(result, types.InlineCompletionList)
+    return result
+
+
+def configure(client: LanguageClient, settings: dict[str, Any]) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"specLsp": settings})
+    )
