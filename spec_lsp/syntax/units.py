@@ -14,7 +14,7 @@ chooses among the remaining boundaries is in `spec_lsp.syntax.trim`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from spec_lsp.syntax.cursor import Cursor, code_of_line, opens_block
@@ -38,9 +38,11 @@ class Plan:
     level: int  # block: lines indented <= level end it; statement: the statement's indentation
     first_col: int  # the cursor's column (indentation that the completion's first line sits at)
     start_string: str | None  # the quote of a string the cursor is inside
-    suffix_closer: str | None  # the first character right of the cursor, when a closer or quote
+    suffix_closer: str | None  # the rest of the line right of the cursor, when it starts with a
+    # closer or a quote (what the editor auto-closed)
     next_line: str | None  # the first non-blank line after the cursor's line
     blank_line: bool  # only whitespace before the cursor on its line
+    line_tail: str | None = None  # the rest of the line when only `;,:` and quotes
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Cut:
 
 def make_plan(spec: LanguageSpec, cursor: Cursor, mode: Mode, start_string: str | None) -> Plan:
     rest = cursor.line_suffix.lstrip(" \t")
-    closer = rest[0] if rest and (rest[0] in CLOSERS or rest[0] in "\"'`") else None
+    closer = rest if rest and (rest[0] in CLOSERS or rest[0] in "\"'`") else None
     code = code_of_line(cursor.line_prefix, spec)
     if not cursor.line_prefix.strip():  # a blank line, or only indentation before the cursor
         first_col = indent_width(cursor.line_prefix)
@@ -74,7 +76,11 @@ def make_plan(spec: LanguageSpec, cursor: Cursor, mode: Mode, start_string: str 
         unit = "line"
     next_line = cursor.next_line if cursor.next_line and cursor.next_line.strip() else None
     blank = not cursor.line_prefix.strip()
-    return Plan(spec, mode, unit, level, first_col, start_string, closer, next_line, blank)
+    tail = cursor.line_suffix.strip()
+    line_tail = tail if tail and all(ch in ";,:\"'`" for ch in tail) else None
+    return Plan(
+        spec, mode, unit, level, first_col, start_string, closer, next_line, blank, line_tail
+    )
 
 
 def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
@@ -84,8 +90,16 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
     if plan.mode == "none":
         return Cut(0, True, result)
     first = result.escapes[0] if result.escapes else None
-    if first is not None and plan.suffix_closer is not None and first.char == plan.suffix_closer:
+    if (
+        first is not None
+        and plan.suffix_closer is not None
+        and plan.suffix_closer.startswith(first.char)
+    ):
         cut.pos, cut.complete = first.pos, True
+    if plan.line_tail is not None:  # `;` already right of the cursor: not suggested again
+        head = text[: min(cut.pos, _first_line_end(text))].rstrip()
+        if head.endswith(plan.line_tail):
+            cut.pos, cut.complete = len(head) - len(plan.line_tail), True
     if plan.unit == "line":
         newline = text.find("\n")
         if 0 <= newline < cut.pos:
@@ -95,7 +109,7 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
         # The first line is empty: the statement begins on the next line, at its own indentation.
         plan = _replan_statement(plan, result)
     elif plan.unit == "statement" and plan.blank_line:
-        plan = _with_level(plan, plan.level + indent_width(text))  # the model may indent it
+        plan = replace(plan, level=plan.level + indent_width(text))  # the model may indent it
     _cut_lines(plan, text, result, cut, final)
     return cut
 
@@ -105,17 +119,10 @@ def _first_line_end(text: str) -> int:
     return len(text) if end < 0 else end
 
 
-def _with_level(plan: Plan, level: int) -> Plan:
-    return Plan(
-        plan.spec, plan.mode, plan.unit, level, plan.first_col, plan.start_string,
-        plan.suffix_closer, plan.next_line, plan.blank_line,
-    )  # fmt: skip
-
-
 def _replan_statement(plan: Plan, result: Scan) -> Plan:
     for line in result.lines[1:]:
         if line.indent is not None and not line.in_string:
-            return _with_level(plan, line.indent)
+            return replace(plan, level=line.indent)
     return plan
 
 
