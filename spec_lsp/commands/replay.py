@@ -49,6 +49,9 @@ def register(subparsers: Any) -> None:
     synth.add_argument("--per-file", type=int, default=1, help="regions to type per file")
     synth.add_argument("--min-chars", type=int, default=80)
     synth.add_argument("--max-chars", type=int, default=300)
+    synth.add_argument(
+        "--region", action="append", default=[], help="type these functions (by name), not drawn"
+    )
     replay.set_defaults(func=run_replay)
 
 
@@ -118,7 +121,13 @@ def run_synthesize(args: argparse.Namespace) -> int:
         return 2
     try:
         written = synthesize(
-            files, Path(args.out), args.seed, args.per_file, args.min_chars, args.max_chars
+            files,
+            Path(args.out),
+            args.seed,
+            args.per_file,
+            args.min_chars,
+            args.max_chars,
+            tuple(args.region),
         )
     except (OSError, UnicodeDecodeError) as exc:
         print(f"spec-lsp replay {SYNTHESIZE}: {exc}", file=sys.stderr)

@@ -25,6 +25,7 @@ from spec_lsp.replay.trace import Change, RequestRecord, Run, SessionTrace
 
 TRACKED = frozenset({"textDocument/inlineCompletion", "textDocument/completion"})
 PLAIN_OPTIONS = {"speculation": "off", "kvReuse": False}
+METHOD_NOT_FOUND = -32601
 
 
 @dataclass
@@ -194,9 +195,9 @@ async def _wait_ready(client: LspClient, timeout_s: float) -> Any:
     deadline = loop.time() + timeout_s
     while True:
         try:
-            status = await client.request("spec-lsp/status", timeout=30.0)
+            status = await client.request("spec-lsp/status", {}, timeout=30.0)
         except ServerError as exc:
-            if exc.code is None:  # died or timed out, not "method not found"
+            if exc.code != METHOD_NOT_FOUND:
                 raise
             return None
         state = (status or {}).get("state")
@@ -230,7 +231,7 @@ async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
                 raise ServerError(f"the server exited during session {session.name!r}")
         if client is not None:
             with contextlib.suppress(ServerError):
-                run.server_stats = await client.request("spec-lsp/stats", timeout=30.0)
+                run.server_stats = await client.request("spec-lsp/stats", {}, timeout=30.0)
     finally:
         if client is not None:
             run.messages = list(client.messages)

@@ -230,9 +230,18 @@ def build_session(
 
 
 def pick_regions(
-    path: Path, text: str, count: int, min_chars: int, max_chars: int, seed: int
+    path: Path,
+    text: str,
+    count: int,
+    min_chars: int,
+    max_chars: int,
+    seed: int,
+    names: tuple[str, ...] = (),
 ) -> list[Region]:
+    """`count` regions of each file whose size fits, drawn with the seed; or those named."""
     regions = python_regions(text) if path.suffix == ".py" else line_regions(text)
+    if names:
+        return sorted((r for r in regions if r.name in names), key=lambda r: r.start)
     fitting = [r for r in regions if min_chars <= r.end - r.start <= max_chars]
     fitting.sort(key=lambda r: (r.start, r.name))
     rng = random.Random(f"{seed}:{path.name}")
@@ -247,12 +256,13 @@ def synthesize(
     per_file: int = 1,
     min_chars: int = 80,
     max_chars: int = 300,
+    names: tuple[str, ...] = (),
 ) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for path in files:
         text = path.read_text(encoding="utf-8")
-        for region in pick_regions(path, text, per_file, min_chars, max_chars, seed):
+        for region in pick_regions(path, text, per_file, min_chars, max_chars, seed, names):
             session = build_session(path, text, region, seed)
             out = out_dir / f"{session.name}.jsonl"
             write_session(out, session)
