@@ -1,0 +1,133 @@
+--- Options for spec-lsp: annotated defaults, merged under the user's `setup{}` table.
+--- This module owns the option names and their checks; it knows nothing about LSP clients.
+
+local M = {}
+
+---@class spec_lsp.Keys
+---@field accept string|false       accept the whole suggestion (falls back to the key itself)
+---@field accept_word string|false  accept the suggestion up to the end of its next word
+---@field accept_line string|false  accept the suggestion up to the end of its current line
+---@field dismiss string|false      hide the suggestion until the next edit
+---@field next string|false         show the next suggestion
+---@field prev string|false         show the previous suggestion
+
+---@class spec_lsp.Config
+---@field cmd string[]|nil          server command; nil: `spec-lsp serve` from PATH, else a `.venv`
+---@field filetypes string[]        filetypes to attach to; `{ "*" }` for every file buffer
+---@field keys spec_lsp.Keys        insert-mode keys; `false` leaves a key unmapped
+---@field init_options table        server options (docs/protocol.md), sent as initializationOptions
+---@field ui "auto"|"builtin"|"virtual_text"  auto: `vim.lsp.inline_completion` on 0.12+, else own virtual text
+---@field debounce_ms integer       delay before a request (virtual_text ui only; builtin uses Neovim's)
+---@field root_markers string[]     files marking the project root given to the server
+---@field hl_group string           highlight of the suggestion text (virtual_text ui only)
+
+---@type spec_lsp.Config
+M.defaults = {
+  cmd = nil,
+  filetypes = {
+    "python", "lua", "javascript", "javascriptreact", "typescript", "typescriptreact",
+    "rust", "go", "java", "c", "cpp", "sh",
+  },
+  keys = {
+    accept = "<Tab>",
+    accept_word = "<M-Right>",
+    accept_line = "<M-Down>",
+    dismiss = "<C-]>",
+    next = "<M-]>",
+    prev = "<M-[>",
+  },
+  init_options = {},
+  ui = "auto",
+  debounce_ms = 75,
+  root_markers = { ".git", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
+  hl_group = "SpecLspSuggestion",
+}
+
+---@type spec_lsp.Config
+M.options = vim.deepcopy(M.defaults)
+
+local function is_key(v)
+  return v == false or type(v) == "string"
+end
+
+local checks = {
+  cmd = function(v)
+    return v == nil or (vim.islist(v) and #v > 0), "a non-empty list of strings"
+  end,
+  filetypes = function(v)
+    return vim.islist(v), "a list of filetypes"
+  end,
+  keys = function(v)
+    if type(v) ~= "table" then
+      return false, "a table"
+    end
+    for name, key in pairs(v) do
+      if M.defaults.keys[name] == nil or not is_key(key) then
+        return false, ("known key names (%s) mapped to a key string or false"):format(
+          table.concat(vim.tbl_keys(M.defaults.keys), ", ")
+        )
+      end
+    end
+    return true
+  end,
+  init_options = function(v)
+    return type(v) == "table", "a table"
+  end,
+  ui = function(v)
+    local ok = v == "auto" or v == "builtin" or v == "virtual_text"
+    return ok, '"auto", "builtin" or "virtual_text"'
+  end,
+  debounce_ms = function(v)
+    return type(v) == "number" and v >= 0, "a number >= 0"
+  end,
+  root_markers = function(v)
+    return vim.islist(v), "a list of file names"
+  end,
+  hl_group = function(v)
+    return type(v) == "string", "a highlight group name"
+  end,
+}
+
+--- Merge `user` over the defaults. A bad or unknown option is reported once and its default kept.
+---@param user table|nil
+---@return spec_lsp.Config
+function M.merge(user)
+  local merged = vim.deepcopy(M.defaults)
+  for name, value in pairs(user or {}) do
+    local check = checks[name]
+    if not check then
+      vim.notify(("spec-lsp: unknown option %q ignored"):format(name), vim.log.levels.WARN)
+    else
+      local ok, expected = check(value)
+      if ok then
+        merged[name] = type(value) == "table" and name == "keys"
+            and vim.tbl_extend("force", merged.keys, value)
+          or value
+      else
+        vim.notify(
+          ("spec-lsp: option %q must be %s; using the default"):format(name, expected),
+          vim.log.levels.WARN
+        )
+      end
+    end
+  end
+  return merged
+end
+
+--- Which suggestion ui runs on this Neovim.
+---@param opts spec_lsp.Config
+---@return "builtin"|"virtual_text"
+function M.resolve_ui(opts)
+  local has_builtin = vim.fn.has("nvim-0.12") == 1
+  if opts.ui == "builtin" and not has_builtin then
+    local msg = "spec-lsp: ui = 'builtin' needs Neovim 0.12; using virtual_text"
+    vim.notify(msg, vim.log.levels.WARN)
+    return "virtual_text"
+  end
+  if opts.ui == "auto" then
+    return has_builtin and "builtin" or "virtual_text"
+  end
+  return opts.ui --[[@as "builtin"|"virtual_text"]]
+end
+
+return M

@@ -1,0 +1,109 @@
+--- `:checkhealth spec_lsp`: the Neovim version, the server command, model availability and the
+--- running server's state with its last load error.
+
+local config = require("spec_lsp.config")
+local lsp = require("spec_lsp.lsp")
+
+local M = {}
+
+local health = vim.health
+
+local function check_version()
+  local v = vim.version()
+  local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+  if vim.fn.has("nvim-0.12") == 1 then
+    health.ok("Neovim " .. version .. ": built-in vim.lsp.inline_completion")
+  elseif vim.fn.has("nvim-0.11") == 1 then
+    health.ok("Neovim " .. version .. ": suggestions drawn as this plugin's virtual text")
+  else
+    health.error("Neovim " .. version .. " is too old", { "spec-lsp needs Neovim 0.11 or later" })
+  end
+end
+
+--- Run `exe args...` with a bounded wait; returns (ok, output).
+local function run(cmd, timeout_ms)
+  local ok, proc = pcall(vim.system, cmd, { text = true })
+  if not ok then
+    return false, tostring(proc)
+  end
+  local res = proc:wait(timeout_ms)
+  local out = vim.trim((res.stdout or "") .. "\n" .. (res.stderr or ""))
+  if res.signal ~= 0 and res.code ~= 0 then
+    return false, ("timed out or killed (signal %d)"):format(res.signal)
+  end
+  return res.code == 0, out
+end
+
+local function check_command()
+  local cmd = lsp.server_cmd()
+  local exe = cmd[1]
+  if vim.fn.executable(exe) ~= 1 then
+    health.error(("server command not found: %s"):format(exe), {
+      "install spec-lsp (`make setup` in its checkout) or set `cmd` in setup{}",
+    })
+    return nil
+  end
+  health.ok(("server command: %s"):format(table.concat(cmd, " ")))
+  return vim.fn.exepath(exe)
+end
+
+local function check_models(exe)
+  if not exe or vim.fs.basename(exe) ~= "spec-lsp" then
+    health.info("model check skipped: the server command is not `spec-lsp`")
+    return
+  end
+  local ok, out = run({ exe, "models", "list" }, 30000)
+  if not ok then
+    health.warn("`spec-lsp models list` failed: " .. out)
+    return
+  end
+  local preset = config.options.init_options.preset
+  health.info("`spec-lsp models list`:\n" .. out)
+  if preset and preset ~= "tiny" and not out:find(preset, 1, true) then
+    health.warn(("preset %q is not among the models listed"):format(preset))
+  end
+end
+
+local function check_server()
+  local client = lsp.client()
+  if not client then
+    health.info("the server is not running (it starts with the first matching buffer)")
+    return
+  end
+  health.ok(("server running (client id %d)"):format(client.id))
+  local res, err = client:request_sync("spec-lsp/status", vim.NIL, 5000)
+  local status = res and res.result
+  if type(status) ~= "table" then
+    health.warn("no answer to spec-lsp/status: " .. tostring(err or (res and res.err)))
+    return
+  end
+  local summary = ("model %s on %s: %s"):format(
+    tostring(status.preset),
+    tostring(status.device),
+    tostring(status.state)
+  )
+  local load_error = status.error ~= vim.NIL and status.error or nil
+  if status.state == "failed" then
+    health.error(summary, { "last load error: " .. tostring(load_error) })
+  elseif load_error then
+    health.warn(summary .. "; last load error: " .. tostring(load_error))
+  else
+    health.ok(summary)
+  end
+end
+
+function M.check()
+  health.start("spec-lsp")
+  check_version()
+  if not package.loaded["spec_lsp"] or not require("spec_lsp").did_setup then
+    health.warn("require('spec_lsp').setup{} has not been called")
+  end
+  local exe = check_command()
+  check_models(exe)
+  if lsp.recording then
+    health.info("recording this session to " .. lsp.recording)
+  end
+  check_server()
+end
+
+return M

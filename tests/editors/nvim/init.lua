@@ -1,0 +1,22 @@
+-- Minimal init for the headless end-to-end tests: only the spec-lsp plugin and the test helpers
+-- on the runtimepath. The test's settings come as JSON in $SPEC_LSP_TEST (see test_nvim.py).
+local spec = vim.json.decode((assert(os.getenv("SPEC_LSP_TEST"), "SPEC_LSP_TEST is not set")))
+
+local ok, err = xpcall(function()
+  vim.opt.runtimepath:prepend(spec.plugin_dir)
+  vim.opt.runtimepath:prepend(spec.helper_dir)
+  vim.cmd("runtime! plugin/spec_lsp.lua")
+  vim.o.swapfile = false
+  vim.o.columns = 100
+  vim.o.lines = 30
+  require("spec_lsp").setup(spec.setup)
+end, debug.traceback)
+
+if not ok then
+  vim.fn.writefile({ vim.json.encode({ error = "init failed: " .. err, observations = {} }) }, spec.out)
+  vim.cmd("cquit 3")
+end
+
+vim.schedule(function()
+  require("spec_lsp_test.runner").run(spec)
+end)
