@@ -42,15 +42,38 @@ def _tree_imports(spec: LanguageSpec, tree: Tree, source: bytes) -> list[str]:
 
 
 def _tree_headers(spec: LanguageSpec, tree: Tree, source: bytes, at_byte: int) -> list[str]:
-    node: Node | None = tree.root_node.descendant_for_byte_range(at_byte, at_byte)
+    # In the whitespace after a body's last statement the cursor is in no body's range: start
+    # from the last code before it, and for indentation languages accept a scope when the
+    # cursor's line is indented deeper than the scope's header.
+    anchor = len(source[:at_byte].rstrip()) - 1 if at_byte else 0
+    anchor = max(anchor, 0)
+    line_start = source.rfind(b"\n", 0, at_byte) + 1
+    cursor_indent = indent_width(source[line_start:at_byte].decode("utf-8", "replace"))
+    node: Node | None = tree.root_node.descendant_for_byte_range(anchor, anchor)
     headers: list[str] = []
     while node is not None:
         if node.type in spec.scope_types:
             body = node.child_by_field_name("body")
-            if body is not None and body.start_byte < at_byte <= body.end_byte:
+            if (
+                body is not None
+                and body.start_byte <= at_byte
+                and _body_holds(spec, source, node, body, at_byte, cursor_indent)
+            ):
                 headers.append(_header(source, node, body))
         node = node.parent
     return headers[::-1]
+
+
+def _body_holds(
+    spec: LanguageSpec, source: bytes, node: Node, body: Node, at_byte: int, cursor_indent: int
+) -> bool:
+    if at_byte < body.end_byte or (at_byte == body.end_byte and not spec.indent_blocks):
+        return body.start_byte < at_byte
+    if not spec.indent_blocks:
+        return False
+    header_start = source.rfind(b"\n", 0, node.start_byte) + 1
+    header_indent = indent_width(source[header_start : node.start_byte].decode("utf-8", "replace"))
+    return cursor_indent > header_indent
 
 
 def _header(source: bytes, node: Node, body: Node) -> str:

@@ -2,12 +2,17 @@
 
 The file without the completion is parsed once (or its tree comes from the open document); each
 candidate is an insertion at the cursor, applied to a copy of that tree with `Tree.edit` and
-reparsed with the old tree, so tree-sitter reuses everything outside the edited region.
+reparsed with the old tree, so tree-sitter reuses everything outside the edited region. In a large
+file an insertion that breaks the code can still make tree-sitter re-run error recovery over much
+of it, so there the check parses a window instead: the largest syntax node around the cursor that
+fits in `WINDOW_BYTES` (the same window for the file with and without each candidate).
 """
 
 from __future__ import annotations
 
 from tree_sitter import Node, Parser, Point, Tree
+
+WINDOW_BYTES = 16_000
 
 
 def count_errors(node: Node) -> int:
@@ -35,10 +40,11 @@ def end_point(start: Point | tuple[int, int], inserted: bytes) -> Point:
 class ErrorProbe:
     """Parse errors of `prefix + middle + suffix` for many `middle`s."""
 
-    def __init__(self, parser: Parser, prefix: str, suffix: str, tree: Tree | None = None) -> None:
+    def __init__(
+        self, parser: Parser, prefix: bytes, suffix: bytes, tree: Tree | None = None
+    ) -> None:
         self._parser = parser
-        self._prefix = prefix.encode("utf-8", "surrogatepass")
-        self._suffix = suffix.encode("utf-8", "surrogatepass")
+        self._prefix, self._suffix = prefix, suffix
         self._tree = tree if tree is not None else parser.parse(self._prefix + self._suffix)
         self._at = end_point((0, 0), self._prefix)
         self.baseline = count_errors(self._tree.root_node)
@@ -61,3 +67,51 @@ class ErrorProbe:
         new = self._parser.parse(self._prefix + inserted + self._suffix, old_tree=tree)
         self._cache[middle] = count_errors(new.root_node)
         return self._cache[middle]
+
+
+def make_probe(parser: Parser, prefix: str, suffix: str, tree: Tree | None) -> ErrorProbe:
+    """A probe over the whole file when it is small, else over a window around the cursor."""
+    pre = prefix.encode("utf-8", "surrogatepass")
+    suf = suffix.encode("utf-8", "surrogatepass")
+    if len(pre) + len(suf) <= WINDOW_BYTES:
+        return ErrorProbe(parser, pre, suf, tree)
+    source = pre + suf
+    start, end = window(source, len(pre), tree)
+    return ErrorProbe(parser, pre[start:], suf[: max(0, end - len(pre))])
+
+
+def window(source: bytes, at: int, tree: Tree | None, limit: int = WINDOW_BYTES) -> tuple[int, int]:
+    """(start, end) byte offsets of whole lines around `at`: the largest node holding the code
+    before the cursor that fits in `limit`, else about 200 lines before and 60 after."""
+    anchor = max(0, len(source[:at].rstrip()) - 1)
+    best: tuple[int, int] | None = None
+    node: Node | None = tree.root_node.descendant_for_byte_range(anchor, anchor) if tree else None
+    while node is not None and node.parent is not None:
+        if node.end_byte - node.start_byte > limit:
+            break
+        line_start = source.rfind(b"\n", 0, node.start_byte) + 1
+        if not source[line_start : node.start_byte].strip():
+            best = (line_start, node.end_byte)
+        node = node.parent
+    if best is None:
+        return _line_back(source, at, 200), _line_forward(source, at, 60)
+    start = min(best[0], source.rfind(b"\n", 0, at) + 1)
+    return start, _line_forward(source, max(best[1], at), 3)
+
+
+def _line_back(source: bytes, at: int, lines: int) -> int:
+    pos = at
+    for _ in range(lines):
+        pos = source.rfind(b"\n", 0, pos)
+        if pos < 0:
+            return 0
+    return pos + 1
+
+
+def _line_forward(source: bytes, at: int, lines: int) -> int:
+    pos = at
+    for _ in range(lines):
+        pos = source.find(b"\n", pos + 1) if pos < len(source) else -1
+        if pos < 0:
+            return len(source)
+    return pos + 1

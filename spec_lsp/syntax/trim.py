@@ -15,10 +15,10 @@ from tree_sitter import Parser, Tree
 from spec_lsp.syntax.cursor import cursor_of
 from spec_lsp.syntax.languages import LanguageSpec, new_parser, spec_for
 from spec_lsp.syntax.mode import inside, mode_of
-from spec_lsp.syntax.parsecheck import ErrorProbe
+from spec_lsp.syntax.parsecheck import ErrorProbe, make_probe
 from spec_lsp.syntax.units import Cut, Mode, Plan, hard_cut, make_plan
 
-_TRIGGERS = frozenset("\n)]}\"'`")
+_TRIGGERS = frozenset("\n)]};,:\"'`")
 MAX_CANDIDATES = 64
 
 
@@ -82,7 +82,7 @@ class Trimmer:
     def _get_probe(self) -> ErrorProbe:
         if self._probe is None:
             assert self._parser is not None
-            self._probe = ErrorProbe(self._parser, self._prefix, self._suffix, self._tree)
+            self._probe = make_probe(self._parser, self._prefix, self._suffix, self._tree)
         return self._probe
 
     # -- the streaming stop callback -----------------------------------------------------------

@@ -320,3 +320,34 @@ MODES: list[tuple[str, str, str, str]] = [
 def test_completion_mode_matches_expected(language: str, source: str, expected: str) -> None:
     prefix, suffix = _split(source)
     assert completion_mode(language, prefix, suffix) == expected
+
+
+PADDING = {
+    "python": "def pad_{i}(x):\n    return x + {i}\n\n\n",
+    "javascript": "function pad_{i}(x) {{\n  return x + {i};\n}}\n\n",
+    "rust": "fn pad_{i}(x: i32) -> i32 {{\n    x + {i}\n}}\n\n",
+    "go": "func pad_{i}(x int) int {{\n\treturn x + {i}\n}}\n\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "completion", "expected"),
+    [
+        c[1:]
+        for c in CASES
+        if c[1] in PADDING and c[2].startswith(("def", "fn", "func", "function"))
+    ],
+    ids=[
+        c[0]
+        for c in CASES
+        if c[1] in PADDING and c[2].startswith(("def", "fn", "func", "function"))
+    ],
+)
+def test_large_file_trims_like_a_small_one(
+    language: str, source: str, completion: str, expected: str | None
+) -> None:
+    # 40 KB of unrelated functions on both sides: the parse check then works on a window.
+    pad = "".join(PADDING[language].format(i=i) for i in range(600))
+    prefix, suffix = _split(source)
+    assert len(pad) > 20_000
+    assert trim_completion(language, pad + prefix, suffix + "\n" + pad, completion) == expected

@@ -1,0 +1,114 @@
+"""`spec-lsp bench syntax`: what the syntax stop callback saves, on the engine benchmark prompts.
+
+Each prompt (a cursor at the start of a statement inside a function body, cut from the standard
+library by `spec_lsp.benchmarks.prompts`) is completed twice, greedy and cold: without a stop
+callback, then with the syntax layer's streaming stop. The cursor's line is the line being written,
+so the suffix is the file after that line. It prints tokens generated, time, how each run ended,
+and whether the trimmed suggestion is the same both ways, as a table and optionally JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+
+def register_bench(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser("syntax", help="tokens generated with and without the syntax stop callback")
+    p.add_argument("--preset", default="bundled")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--prompts", type=int, default=12)
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON")
+    p.set_defaults(func=cmd_syntax)
+
+
+def cmd_syntax(args: argparse.Namespace) -> int:
+    from spec_lsp.engine.loading import ModelLoadError, load_engine
+
+    try:
+        engine = load_engine(args.preset, args.device)
+    except ModelLoadError as exc:
+        print(f"spec-lsp: {exc}", file=sys.stderr)
+        return 1
+    report = measure(engine, args.prompts, args.max_new_tokens)
+    report["preset"], report["device"] = args.preset, str(getattr(engine, "device", args.device))
+    _print(report)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+    return 0
+
+
+def suffix_after_line(name: str) -> str:
+    """The source after the prompt's line (`name` is "file:line" under the stdlib directory)."""
+    from spec_lsp.benchmarks.prompts import stdlib_dir
+
+    path, _, line = name.rpartition(":")
+    source = (stdlib_dir() / path).read_text(encoding="utf-8")
+    lines = source.splitlines(keepends=True)
+    return "\n" + "".join(lines[int(line) :])
+
+
+def measure(engine: Any, count: int, max_new: int) -> dict[str, Any]:
+    from spec_lsp.benchmarks.prompts import bench_prompts
+    from spec_lsp.engine.api import GenerationRequest
+    from spec_lsp.syntax import Trimmer, spec_for
+
+    rows = []
+    for prompt in bench_prompts(count):
+        suffix = suffix_after_line(prompt.name)
+        trimmer = Trimmer(spec_for("python"), prompt.text, suffix)
+        row: dict[str, Any] = {"prompt": prompt.name, "mode": trimmer.mode}
+        for label, stop in (("plain", None), ("stop", trimmer.stop)):
+            t0 = time.perf_counter()
+            result = engine.generate(
+                GenerationRequest(
+                    prompt.text, max_new_tokens=max_new, stop_callback=stop, reuse_kv=False
+                )
+            )
+            row[label] = {
+                "tokens": result.stats.generated_tokens,
+                "ms": round((time.perf_counter() - t0) * 1000, 1),
+                "stop_reason": result.stats.stop_reason,
+                "shown": Trimmer(spec_for("python"), prompt.text, suffix).trim(result.text),
+            }
+        row["same_suggestion"] = row["plain"]["shown"] == row["stop"]["shown"]
+        rows.append(row)
+    return {"max_new_tokens": max_new, "rows": rows, "totals": _totals(rows)}
+
+
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    plain = sum(r["plain"]["tokens"] for r in rows)
+    stop = sum(r["stop"]["tokens"] for r in rows)
+    plain_ms = sum(r["plain"]["ms"] for r in rows)
+    stop_ms = sum(r["stop"]["ms"] for r in rows)
+    return {
+        "prompts": len(rows),
+        "tokens_plain": plain,
+        "tokens_stop": stop,
+        "tokens_saved_pct": round(100 * (plain - stop) / plain, 1) if plain else 0.0,
+        "ms_plain": round(plain_ms, 1),
+        "ms_stop": round(stop_ms, 1),
+        "callback_stops": sum(r["stop"]["stop_reason"] == "callback" for r in rows),
+        "same_suggestion": sum(bool(r["same_suggestion"]) for r in rows),
+    }
+
+
+def _print(report: dict[str, Any]) -> None:
+    print(f"{'prompt':<28} {'mode':<7} {'plain':>6} {'stop':>6} {'reason':<10} same")
+    for r in report["rows"]:
+        print(
+            f"{r['prompt']:<28} {r['mode']:<7} {r['plain']['tokens']:>6} {r['stop']['tokens']:>6} "
+            f"{r['stop']['stop_reason']:<10} {'yes' if r['same_suggestion'] else 'NO'}"
+        )
+    t = report["totals"]
+    print(
+        f"tokens: {t['tokens_plain']} without the callback, {t['tokens_stop']} with it "
+        f"({t['tokens_saved_pct']}% saved); time {t['ms_plain']} ms -> {t['ms_stop']} ms; "
+        f"stopped by the callback {t['callback_stops']}/{t['prompts']}; "
+        f"same suggestion {t['same_suggestion']}/{t['prompts']}"
+    )
