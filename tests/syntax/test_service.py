@@ -159,3 +159,21 @@ def test_stop_callback_stops_before_a_closer_already_right_of_the_cursor() -> No
     stop = svc.stop_callback("file:///c.ts", 0, 18, "single")
     assert stop("3") is None
     assert stop("3]") == 1
+
+
+def test_context_after_a_body_last_statement_still_names_the_function() -> None:
+    svc = SyntaxService()
+    text = "import re\n\n\nclass Parser:\n    def parse(self, s):\n        out = re.split(',', s)\n        \n"
+    svc.open("file:///p.py", "python", text)
+    assert svc.context("file:///p.py", 6, 8) == (
+        "import re\nclass Parser:\n    def parse(self, s):"
+    )
+    assert svc.context("file:///p.py", 6, 4) == "import re\nclass Parser:"
+
+
+def test_comments_can_be_configured_off() -> None:
+    svc = SyntaxService(complete_in_comments=False)
+    svc.open("file:///c.rs", "rust", "fn main() {\n    // explain \n}\n")
+    assert svc.mode("file:///c.rs", 1, 15) == "none"
+    svc.complete_in_comments = True
+    assert svc.mode("file:///c.rs", 1, 15) == "single"
