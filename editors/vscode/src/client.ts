@@ -146,8 +146,8 @@ export class Server implements vscode.Disposable {
   async fetch(): Promise<void> {
     if (!this.running || !this.client) return;
     const [status, stats] = await Promise.all([
-      this.client.sendRequest<Status>(StatusRequest),
-      this.client.sendRequest<Stats>(StatsRequest),
+      this.client.sendRequest<Status>(StatusRequest, {}),
+      this.client.sendRequest<Stats>(StatsRequest, {}),
     ]);
     this.lastStatus = status;
     this.lastStats = stats;
@@ -239,7 +239,7 @@ export class Server implements vscode.Disposable {
   private pollStatus(): void {
     clearTimeout(this.statusTimer);
     if (!this.running || !this.client) return;
-    this.client.sendRequest<Status>(StatusRequest).then(
+    this.client.sendRequest<Status>(StatusRequest, {}).then(
       (status) => {
         this.lastStatus = status;
         this.status.setStatus(status);
@@ -254,7 +254,7 @@ export class Server implements vscode.Disposable {
     clearTimeout(this.statsTimer);
     this.statsTimer = setTimeout(() => {
       if (!this.running || !this.client) return;
-      this.client.sendRequest<Stats>(StatsRequest).then(
+      this.client.sendRequest<Stats>(StatsRequest, {}).then(
         (stats) => {
           this.lastStats = stats;
           this.status.setStats(stats);

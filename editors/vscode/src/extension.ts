@@ -29,7 +29,6 @@ export function activate(context: vscode.ExtensionContext): void {
     }
     view.update(srv.lastStatus, srv.lastStats, note);
     const doc = await vscode.workspace.openTextDocument(STATS_URI);
-    await vscode.languages.setTextDocumentLanguage(doc, "markdown");
     await vscode.window.showTextDocument(doc, { preview: false });
   };
 
