@@ -47,7 +47,7 @@ class GenerationRequest:
     stop_callback: StopCallback | None = None
     on_text: TextCallback | None = None
     cancel: CancelToken | None = None
-    method: DraftMethod | None = None  # None: the engine's default drafting method
+    method: str | None = None  # a DraftMethod; None: the engine's default
     reuse_kv: bool = True
 
 

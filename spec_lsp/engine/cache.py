@@ -12,6 +12,7 @@ Knows nothing about drafting, tokenizers or documents' text.
 
 from __future__ import annotations
 
+import inspect
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -44,6 +45,9 @@ class ModelState:
 
     def __init__(self, model: PreTrainedModel) -> None:
         self.model = model
+        # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
+        params = inspect.signature(model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self.cache: DynamicCache | None = None
         self.tokens: list[int] = []
 
@@ -80,14 +84,16 @@ class ModelState:
         device = self.model.device
         out = self.model(
             input_ids=torch.tensor([fed], dtype=torch.long, device=device),
-            past_key_values=self.cache,
+            **{self._cache_kw: self.cache},
             use_cache=True,
             logits_to_keep=keep,
             output_hidden_states=hidden,
         )
         self.tokens = list(tokens)
         last_hidden = out.hidden_states[-1][0, -keep:] if hidden else None
-        return Advance(logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed))
+        return Advance(
+            logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
+        )
 
 
 @dataclass

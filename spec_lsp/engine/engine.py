@@ -76,11 +76,17 @@ class SpecEngine:
         self.docs = DocumentStates(self.options.max_docs, self.options.max_cached_tokens)
         self._ngram = NgramDrafter(self.options.ngram_max)
         self._model_drafter = ModelDrafter(self.options.draft_min_confidence)
-        self._k = {m: AdaptiveK(self.options.k, 1, self.options.k_max) for m in ("ngram", "draft", "both")}
+        self._k = {
+            m: AdaptiveK(self.options.k, 1, self.options.k_max) for m in ("ngram", "draft", "both")
+        }
         eos = getattr(tokenizer, "eos_token_id", None)
         cfg_eos = getattr(target.generation_config, "eos_token_id", None)
         ids = {eos} if isinstance(eos, int) else set()
-        ids |= set(cfg_eos) if isinstance(cfg_eos, list) else ({cfg_eos} if isinstance(cfg_eos, int) else set())
+        ids |= (
+            set(cfg_eos)
+            if isinstance(cfg_eos, list)
+            else ({cfg_eos} if isinstance(cfg_eos, int) else set())
+        )
         self.eos_ids: set[int] = ids
 
     # -- Backend interface -------------------------------------------------------------------
@@ -120,7 +126,9 @@ class SpecEngine:
         generator = None
         if request.temperature > 0:
             generator = torch.Generator(device="cpu")
-            generator.manual_seed(request.seed if request.seed is not None else int(time.time_ns()) & 0xFFFFFFFF)
+            generator.manual_seed(
+                request.seed if request.seed is not None else int(time.time_ns()) & 0xFFFFFFFF
+            )
         try:
             self._decode(run, state, prompt, method, generator)
         finally:
@@ -134,15 +142,17 @@ class SpecEngine:
     # -- internals -----------------------------------------------------------------------------
 
     def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
-        wants_draft = method in ("draft", "both") and self.draft is not None
+        draft = self.draft if method in ("draft", "both") else None
         if request.doc_id is None or not request.reuse_kv:
-            return DocState(ModelState(self.target), ModelState(self.draft) if wants_draft else None)
+            return DocState(
+                ModelState(self.target), ModelState(draft) if draft is not None else None
+            )
         state = self.docs.get(request.doc_id)
         if state is None:
             state = DocState(ModelState(self.target), None)
             self.docs.put(request.doc_id, state)
-        if wants_draft and state.draft is None and self.draft is not None:
-            state.draft = ModelState(self.draft)
+        if draft is not None and state.draft is None:
+            state.draft = ModelState(draft)
         return state
 
     def _decode(
@@ -171,7 +181,9 @@ class SpecEngine:
             proposal = Proposal([])
             if drafter is not None and k_ctl is not None:
                 t = time.perf_counter()
-                proposal = drafter.propose(context, min(k_ctl.k, room - 1), state.draft, req.temperature, generator)
+                proposal = drafter.propose(
+                    context, min(k_ctl.k, room - 1), state.draft, req.temperature, generator
+                )
                 stats.draft_ms += (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             drafts = proposal.tokens
@@ -198,7 +210,9 @@ class SpecEngine:
             return CombinedDrafter(self._ngram, self._model_drafter)
         return None
 
-    def _sample(self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None) -> list[int]:
+    def _sample(
+        self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None
+    ) -> list[int]:
         if req.temperature > 0:
             probs = probs_from_logits(logits, req.temperature, req.top_p)
             return [int(torch.multinomial(probs[-1], 1, generator=gen))]

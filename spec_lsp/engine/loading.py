@@ -22,10 +22,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, LlamaConfig, PreTrainedModel
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LlamaConfig,
+    PreTrainedModel,
+)
 
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.presets import MODELS_DIR, Preset, load_preset
@@ -82,9 +88,11 @@ def fetch_bundled(name: str, progress: Progress | None = None) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     if progress:
         progress("de-quantizing GGUF weights", 0.3)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
     # The de-quantized model is plain fp32; drop the GGUF marker so it serializes as safetensors.
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - typed as a module attribute
     model.config.__dict__.pop("quantization_config", None)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent))
@@ -125,7 +133,9 @@ def pick_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError("device 'cuda' was asked for but torch sees no CUDA GPU; use 'auto' or 'cpu'")
+        raise ModelLoadError(
+            "device 'cuda' was asked for but torch sees no CUDA GPU; use 'auto' or 'cpu'"
+        )
     if device not in ("cpu", "mps") and not device.startswith("cuda"):
         raise ModelLoadError(f"unknown device {device!r}: use auto, cpu or cuda")
     return device
@@ -149,6 +159,7 @@ def tiny_model(layers: int, seed: int, vocab_size: int) -> PreTrainedModel:
         num_key_value_heads=2,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
+        initializer_range=0.5,  # large enough that greedy outputs vary instead of repeating one token
     )
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -161,7 +172,9 @@ def _source_path(source: str, progress: Progress | None) -> str:
     return source
 
 
-def load_tokenizer(source: str, trust_remote_code: bool = False, progress: Progress | None = None) -> Any:
+def load_tokenizer(
+    source: str, trust_remote_code: bool = False, progress: Progress | None = None
+) -> Any:
     if source.startswith("builtin:"):
         source = "bundled:smollm2-135m-instruct"
     path = _source_path(source, progress)
@@ -182,7 +195,9 @@ def load_model(
 ) -> PreTrainedModel:
     if source.startswith("builtin:tiny"):
         layers = 2 if source.endswith("target") else 1
-        return tiny_model(layers, seed=1234 + layers, vocab_size=vocab_size or 49152).to(device)
+        return tiny_model(layers, seed=1234 + layers, vocab_size=vocab_size or 49152).to(
+            torch.device(device)
+        )  # type: ignore[arg-type]
     try:
         if random_config is not None:  # --random-weights: the architecture only, no weights
             config_path = MODELS_DIR / random_config
@@ -192,8 +207,12 @@ def load_model(
                 model = AutoModelForCausalLM.from_config(config, dtype=dtype)
             return model.eval()
         path = _source_path(source, progress)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code)
-        return model.to(device).eval()
+        import spec_lsp.distill.model  # noqa: F401 - registers distilled drafts (`spec-lsp distill`)
+
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=dtype, trust_remote_code=trust_remote_code
+        )
+        return cast(PreTrainedModel, cast(Any, model).to(device).eval())
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported to the user as one clear message

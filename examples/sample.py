@@ -1,0 +1,27 @@
+"""A small inventory module: the demo completes code in it."""
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Item:
+    name: str
+    price: float
+    quantity: int
+
+
+class Inventory:
+    def __init__(self) -> None:
+        self.items: dict[str, Item] = {}
+
+    def add(self, item: Item) -> None:
+        self.items[item.name] = item
+
+    def remove(self, name: str) -> None:
+        del self.items[name]
+
+    def total_value(self) -> float:
+        total = 0.0
+        for item in self.items.values():
+            
+        return total

@@ -1,0 +1,1 @@
+"""Benchmarks: commands that print figures (a table and JSON), never timed asserts."""

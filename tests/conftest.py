@@ -1,0 +1,12 @@
+"""Suite-wide settings: one torch thread (tiny models run faster than with threads spinning on a
+shared 2-core machine), inherited by the server subprocesses the tests start."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the suite may reach a model hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,0 +1,107 @@
+"""Per-document KV reuse: typing re-prefills only the tail, results equal a cold run, memory is bounded."""
+
+from __future__ import annotations
+
+import threading
+
+from spec_lsp.engine.api import CancelToken, GenerationRequest
+from spec_lsp.engine.cache import DocumentStates, common_prefix_len
+
+from .conftest import CODE_PROMPTS, make_engine
+
+
+def request(prompt: str, doc: str | None, method: str = "ngram", **kw) -> GenerationRequest:  # type: ignore[no-untyped-def]
+    return GenerationRequest(prompt=prompt, doc_id=doc, max_new_tokens=12, method=method, **kw)
+
+
+def test_typing_characters_reprefills_only_the_tail_and_equals_a_cold_run(
+    target, tokenizer
+) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, target, k=4)
+    base = CODE_PROMPTS[2]
+    first = engine.generate(request(base, "doc"))
+    assert first.stats.reused_tokens == 0
+    prompt = base
+    for ch in "get_nam":
+        prompt += ch
+        warm = engine.generate(request(prompt, "doc", method="both"))
+        cold = engine.generate(request(prompt, None, method="both"))
+        assert warm.token_ids == cold.token_ids
+        assert warm.stats.prefilled_tokens <= 3
+        assert warm.stats.reused_tokens >= warm.stats.prompt_tokens - 3
+
+
+def test_deleting_text_rolls_the_cache_back_and_stays_exact(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, target, k=4)
+    engine.generate(request(CODE_PROMPTS[0] + "    return a * b\n", "doc"))
+    warm = engine.generate(request(CODE_PROMPTS[0], "doc", method="draft"))
+    cold = engine.generate(request(CODE_PROMPTS[0], None, method="draft"))
+    assert warm.token_ids == cold.token_ids
+    assert warm.stats.reused_tokens > 0
+
+
+def test_identical_request_reuses_everything_but_one_token(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)
+    engine.generate(request(CODE_PROMPTS[1], "doc"))
+    again = engine.generate(request(CODE_PROMPTS[1], "doc"))
+    assert again.stats.prefilled_tokens == 1
+
+
+def test_document_states_are_bounded_by_count_and_tokens(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, max_docs=3, max_cached_tokens=200)
+    for i in range(10):
+        engine.generate(request(f"# file {i}\n" + CODE_PROMPTS[i % 3], f"doc{i}"))
+        assert len(engine.docs) <= 3
+        assert engine.docs.total_tokens() <= 200
+    assert engine.docs.get("doc9") is not None and engine.docs.get("doc0") is None
+    engine.forget("doc9")
+    assert engine.docs.get("doc9") is None
+
+
+def test_lru_keeps_the_document_being_served_even_when_it_alone_is_too_long() -> None:
+    states = DocumentStates(max_docs=2, max_tokens=10)
+    assert common_prefix_len([1, 2, 3], [1, 2, 4]) == 2
+    assert common_prefix_len(list(range(200)), list(range(150)) + [0]) == 150
+    states.evict(keep="missing")  # nothing to evict: no error
+    assert len(states) == 0
+
+
+def test_cancellation_stops_within_one_step(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, target, k=2)
+    token = CancelToken()
+    forwards_at_cancel: list[int] = []
+    calls = {"n": 0}
+    handle = engine.target.register_forward_hook(lambda *_: calls.__setitem__("n", calls["n"] + 1))
+    try:
+
+        def on_text(_: str) -> None:
+            if not token.cancelled:
+                token.cancel()
+                forwards_at_cancel.append(calls["n"])
+
+        result = engine.generate(
+            request(CODE_PROMPTS[0], None, method="draft", on_text=on_text, cancel=token)
+        )
+    finally:
+        handle.remove()
+    assert result.cancelled
+    # The step in flight when cancel arrived finishes emitting; no further target forward runs.
+    assert calls["n"] == forwards_at_cancel[0]
+
+
+def test_cancel_from_another_thread_stops_a_long_generation(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)
+    token = CancelToken()
+    started = threading.Event()
+    req = GenerationRequest(
+        prompt=CODE_PROMPTS[0],
+        max_new_tokens=100_000,
+        method="off",
+        cancel=token,
+        on_text=lambda _: started.set(),
+    )
+    timer = threading.Thread(target=lambda: (started.wait(30), token.cancel()))
+    timer.start()
+    result = engine.generate(req)
+    timer.join()
+    assert result.cancelled and result.stats.generated_tokens < 100_000
