@@ -64,7 +64,11 @@ def typing_session(
             "params": {"textDocument": {"uri": URI, "version": n + 1}, "contentChanges": [change]},
         }
         events.append(Event(t, msg))
-        params = {"textDocument": {"uri": URI}, "position": position_of(text, len(text))}
+        params = {
+            "textDocument": {"uri": URI},
+            "position": position_of(text, len(text)),
+            "context": {"triggerKind": 2, "selectedCompletionInfo": None},
+        }
         msg = {
             "jsonrpc": "2.0",
             "id": n,
