@@ -23,7 +23,7 @@ editors-setup: $(STAMP)
 	@for s in editors/*/setup.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
 
 demo: setup
-	$(BIN)/spec-lsp demo
+	$(BIN)/spec-lsp complete examples/sample.py:26:13
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
