@@ -34,6 +34,17 @@ from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_a
 log = logging.getLogger(__name__)
 
 
+def kv_bytes_per_token(model: PreTrainedModel) -> int:
+    cfg = (
+        model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    )
+    heads = getattr(cfg, "num_attention_heads", 1)
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    layers = cfg.num_hidden_layers
+    return int(2 * layers * kv_heads * head_dim * model.dtype.itemsize)
+
+
 @dataclass
 class EngineOptions:
     method: str = "ngram"  # default drafting method: off | ngram | draft | both
@@ -42,7 +53,8 @@ class EngineOptions:
     ngram_max: int = 4
     draft_min_confidence: float = 0.3
     max_docs: int = 8  # cached documents (LRU)
-    max_cached_tokens: int = 4096  # across documents, per model
+    max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
+    kv_budget_mb: float = 128.0  # memory for cached KV states across documents
     context_tokens: int = 2048  # longest prompt kept (left-truncated)
 
 
@@ -73,7 +85,10 @@ class SpecEngine:
         self.preset: Any = None  # the spec_lsp.presets.Preset it was loaded from, if any
         # With random-weight architectures whose vocabulary is smaller than the tokenizer's.
         self.vocab_limit: int | None = None
-        self.docs = DocumentStates(self.options.max_docs, self.options.max_cached_tokens)
+        max_tokens = self.options.max_cached_tokens or self._tokens_for_budget(
+            self.options.kv_budget_mb
+        )
+        self.docs = DocumentStates(self.options.max_docs, max_tokens)
         self._ngram = NgramDrafter(self.options.ngram_max)
         self._model_drafter = ModelDrafter(self.options.draft_min_confidence)
         self._k = {
@@ -88,6 +103,12 @@ class SpecEngine:
             else ({cfg_eos} if isinstance(cfg_eos, int) else set())
         )
         self.eos_ids: set[int] = ids
+
+    def _tokens_for_budget(self, megabytes: float) -> int:
+        """Cached tokens that fit in `megabytes` of KV (keys + values, every layer)."""
+        per_token = sum(kv_bytes_per_token(m) for m in (self.target, self.draft) if m is not None)
+        # Bounded below so that at least one full-context document always fits.
+        return max(int(megabytes * 2**20 / per_token), self.options.context_tokens + 256)
 
     # -- Backend interface -------------------------------------------------------------------
 
