@@ -15,6 +15,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -37,6 +38,7 @@ class ReplayConfig:
     drain_timeout_s: float = 30.0  # after a session, how long to wait for outstanding answers
     label: str = "spec"
     server_log: IO[bytes] | None = None
+    progress: Callable[[str], None] | None = None  # one line per session replayed
 
 
 def default_server_cmd(preset: str | None) -> list[str]:
@@ -184,7 +186,12 @@ async def _initialize(client: LspClient, encoding: str, options: dict[str, Any])
         "capabilities": client_capabilities(encoding),
         "initializationOptions": options,
     }
-    await client.request("initialize", params, timeout=120.0)
+    result = await client.request("initialize", params, timeout=120.0)
+    chosen = (result or {}).get("capabilities", {}).get("positionEncoding", "utf-16")
+    if chosen != encoding:
+        raise ServerError(
+            f"the server chose position encoding {chosen}; the session needs {encoding}"
+        )
     client.notify("initialized", {})
     await client.drain()
 
@@ -210,6 +217,14 @@ async def _wait_ready(client: LspClient, timeout_s: float) -> Any:
         await asyncio.sleep(0.25)
 
 
+def _progress_line(label: str, trace: SessionTrace) -> str:
+    answered = sum(r.arrived is not None and r.error is None for r in trace.requests)
+    line = f"[{label}] {trace.name}: {trace.end:.1f} s, {len(trace.requests)} requests, {answered} answered"
+    if trace.late_ms_max > 50:
+        line += f" (sent up to {trace.late_ms_max:.0f} ms late: the machine is busy)"
+    return line
+
+
 async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
     """Replays all sessions, in order, against one server (a new one per position encoding)."""
     run = Run(label=config.label, init_options=dict(config.init_options))
@@ -226,7 +241,10 @@ async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
                 await _initialize(client, encoding, config.init_options)
                 run.server_status = await _wait_ready(client, config.load_timeout_s)
             player = SessionPlayer(client, session, config.speed)
-            run.traces.append(await player.play(config.drain_timeout_s))
+            trace = await player.play(config.drain_timeout_s)
+            run.traces.append(trace)
+            if config.progress is not None:
+                config.progress(_progress_line(config.label, trace))
             if client.closed.is_set():
                 raise ServerError(f"the server exited during session {session.name!r}")
         if client is not None:

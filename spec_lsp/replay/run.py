@@ -32,7 +32,9 @@ def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> Replay
         init["preset"] = options.preset
     init.update(extra)
     cmd = options.server_cmd or default_server_cmd(options.preset)
-    return ReplayConfig(cmd, init, options.speed, options.load_timeout_s, label=label)
+    config = ReplayConfig(cmd, init, options.speed, options.load_timeout_s, label=label)
+    config.progress = lambda line: print(line, file=sys.stderr, flush=True)
+    return config
 
 
 def _document(run: Run, figures: dict[str, Any]) -> dict[str, Any]:
