@@ -13,7 +13,8 @@ local ok, err = xpcall(function()
 end, debug.traceback)
 
 if not ok then
-  vim.fn.writefile({ vim.json.encode({ error = "init failed: " .. err, observations = {} }) }, spec.out)
+  local failure = vim.json.encode({ error = "init failed: " .. err, observations = {} })
+  vim.fn.writefile({ failure }, spec.out)
   vim.cmd("cquit 3")
 end
 

@@ -37,7 +37,9 @@ function M.server_cmd()
     return cmd
   end
   local exe = vim.fs.basename(cmd[1]) == "spec-lsp" and cmd[1] or M.default_cmd()[1]
-  return vim.list_extend({ exe, "record", "--out", M.recording, "--" }, cmd)
+  local v = vim.version()
+  local source = ("neovim %d.%d.%d"):format(v.major, v.minor, v.patch)
+  return vim.list_extend({ exe, "record", "--out", M.recording, "--source", source, "--" }, cmd)
 end
 
 --- Whether spec-lsp should attach to this buffer.
@@ -69,7 +71,8 @@ function M.attach(bufnr)
     name = M.name,
     cmd = M.server_cmd(),
     root_dir = root,
-    init_options = config.options.init_options,
+    init_options = next(config.options.init_options) and config.options.init_options
+      or vim.empty_dict(), -- {} (not []) on the wire
     capabilities = capabilities(),
   }, {
     bufnr = bufnr,

@@ -49,7 +49,7 @@ return function(R, spec)
     R.observe(name, { ghost = ghost.text, before = before, after = R.snapshot(bufnr) })
   end
 
-  local retry = { " x", " y", " z" }
+  local retry = { "len(", "values", " + " }
   R.step("type at the end of the file")
   local ghost = ghost_after("Go" .. spec.typed, retry)
   press("accept_word", keys.accept_word, ghost)
@@ -57,7 +57,7 @@ return function(R, spec)
   ghost = ghost_after(nil, retry)
   press("accept_line", keys.accept_line, ghost)
 
-  ghost = ghost_after(" ", retry)
+  ghost = ghost_after("<CR>total = ", retry)
   local before = R.snapshot(bufnr)
   R.step("dismiss")
   R.feed(keys.dismiss)
@@ -69,10 +69,10 @@ return function(R, spec)
   -- Nothing on screen: the accept key types itself.
   press("accept_key_without_ghost", keys.accept, { text = "" })
 
-  ghost = ghost_after("<CR>", retry)
+  ghost = ghost_after("<CR>return ", retry)
   press("accept_all", keys.accept, ghost)
 
-  ghost = ghost_after(" ", retry)
+  ghost = ghost_after("<CR>count = ", retry)
   R.step("next suggestion")
   R.feed(keys.next)
   R.sleep(200)
@@ -109,7 +109,7 @@ return function(R, spec)
   vim.cmd("SpecLspToggle")
   api.nvim_set_current_buf(bufnr)
   R.feed("A")
-  ghost = ghost_after(" ", retry)
+  ghost = ghost_after("<CR>x = ", retry)
   R.observe("toggle_on", { plugin = require("spec_lsp").enabled, ghost = ghost.text })
   R.feed("<Esc>")
 end

