@@ -41,6 +41,16 @@ class Suggestion:
     text: str
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """A request as it was when read: the document version and its order among the requests."""
+
+    version: int
+    seq: int
+    t0: float
+    gap_ms: float | None  # time since the document's previous request
+
+
 @dataclass
 class Anchor:
     """A suggestion and the document text around the position it was made for."""
@@ -123,7 +133,22 @@ class CompletionService:
             doc.apply(start, end, text)
             self.syntax.apply_edit(uri, start, end, text)
         doc.version = version
+        self._cancel_if_diverged(doc)
         return True
+
+    def _cancel_if_diverged(self, doc: Document) -> None:
+        """Stops the live generation at once when an edit is not typing through it."""
+        live = self._live.get(doc.uri)
+        if live is None or live.job.future.done():
+            return
+        a, text = live.anchor, doc.text
+        inside = len(text) >= len(a.prefix) + len(a.suffix)
+        if inside and text.startswith(a.prefix) and text.endswith(a.suffix):
+            typed = text[len(a.prefix) : len(text) - len(a.suffix)]
+            streamed = live.job.streamed
+            if streamed.startswith(typed) or typed.startswith(streamed):
+                return
+        live.job.cancel()
 
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)
@@ -158,6 +183,14 @@ class CompletionService:
             info = self.worker.info
             self._prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
 
+    def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
+        out = self.stats.to_wire(model)
+        out["running"] = sum(
+            1 for live in self._live.values() if live.job.started and not live.job.future.done()
+        )
+        out["documents"] = len(self.docs)
+        return out
+
     # -- feedback -----------------------------------------------------------------------------
     def did_show(self, sid: str) -> None:
         if sid in self._issued:
@@ -182,32 +215,50 @@ class CompletionService:
         return Suggestion(sid, text)
 
     # -- completion ---------------------------------------------------------------------------
-    async def complete(
-        self, uri: str, line: int, character: int, encoding: Encoding
-    ) -> Suggestion | None:
-        """The suggestion at an LSP position, or None; raises CancelledError if cancelled."""
-        t0 = self._clock()
+    def arrive(self, uri: str) -> Arrival | None:
+        """Registers a request the moment it is read, before any queued handler runs.
+
+        The request then answers for the document as it was when the client sent it: if an edit
+        arrives before the request is served, the request is superseded (answered empty).
+        """
         doc = self.docs.get(uri)
         if doc is None:
+            return None
+        t0 = self._clock()
+        seq = self._seq[uri] = self._seq.get(uri, 0) + 1
+        return Arrival(doc.version, seq, t0, self._note_gap(uri, t0))
+
+    async def complete(
+        self,
+        uri: str,
+        line: int,
+        character: int,
+        encoding: Encoding,
+        arrival: Arrival | None = None,
+    ) -> Suggestion | None:
+        """The suggestion at an LSP position, or None; raises CancelledError if cancelled."""
+        arrival = arrival or self.arrive(uri)
+        doc = self.docs.get(uri)
+        if doc is None or arrival is None:
             return None
         pos = doc.position(line, character, encoding)
         if pos is None or not self._serving(doc):
             return None
         self.stats.requests += 1
-        seq = self._seq[uri] = self._seq.get(uri, 0) + 1
-        gap_ms = self._note_gap(uri, t0)
-        text = await self._answer(doc, pos, seq, gap_ms, t0)
-        self.stats.record_answer((self._clock() - t0) * 1000, text)
+        if not self._current(doc, arrival.version, arrival.seq):
+            self.stats.cancelled += 1  # an edit or a newer request came in before this was served
+            text = ""
+        else:
+            text = await self._answer(doc, pos, arrival)
+        self.stats.record_answer((self._clock() - arrival.t0) * 1000, text)
         return self._issue(text) if text else None
 
     def _serving(self, doc: Document) -> bool:
         o = self.options
         return o.enabled and o.language_enabled(doc.language_id) and self.worker.state == "ready"
 
-    async def _answer(
-        self, doc: Document, pos: tuple[int, int], seq: int, gap_ms: float | None, t0: float
-    ) -> str:
-        uri, version = doc.uri, doc.version
+    async def _answer(self, doc: Document, pos: tuple[int, int], arrival: Arrival) -> str:
+        uri, version, seq, t0 = doc.uri, arrival.version, arrival.seq, arrival.t0
         prefix, suffix = doc.prefix_suffix(*pos)
         rest = self._typed_through(uri, prefix, suffix)
         if rest is not None:
@@ -229,7 +280,7 @@ class CompletionService:
             text = self._cache[key]
             self._last[uri] = Anchor(prefix, suffix, text)
             return text
-        delay = self._debounce_s(gap_ms)
+        delay = self._debounce_s(arrival.gap_ms)
         if delay > 0:
             await asyncio.sleep(delay)
         if not self._current(doc, version, seq):
@@ -305,8 +356,17 @@ class CompletionService:
         )
         job = Job(request, asyncio.get_running_loop().create_future())
         live = self._live[doc.uri] = _Live(job, anchor, doc.version, pos, mode)
-        self.worker.submit(live.job)
+        job.future.add_done_callback(lambda _: self._record(job))
+        self.worker.submit(job)
         return live
+
+    def _record(self, job: Job) -> None:
+        """Counts a finished generation once, whether or not anyone still waits for it."""
+        if job.future.cancelled() or job.future.exception() is not None:
+            return
+        self.stats.record_generation(job.future.result().stats, job.queue_ms)
+        if (stop_ms := job.stop_ms) is not None:
+            self.stats.latency["stop"].add(stop_ms)
 
     async def _wait(self, job: Job, owner: bool = True) -> GenerationResult | None:
         """The job's result (None if cancelled or failed); records its stats once."""
@@ -322,11 +382,6 @@ class CompletionService:
             raise
         except Exception:
             return None
-        if not job.recorded:
-            job.recorded = True
-            self.stats.record_generation(result.stats, job.queue_ms)
-            if (stop_ms := job.stop_ms) is not None:
-                self.stats.latency["stop"].add(stop_ms)
         if result.cancelled:
             if owner:
                 self.stats.cancelled += 1

@@ -8,6 +8,7 @@ Everything else (scheduling, prompts, models) lives behind `CompletionService`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib.metadata
 import itertools
 import logging
@@ -21,7 +22,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
-from spec_lsp.completion import CompletionService, Suggestion
+from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import Options, merge, settings_section
 from spec_lsp.engine.api import Backend
 from spec_lsp.worker import InferenceWorker, Loader, ProgressFn
@@ -42,6 +43,8 @@ DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
 EXIT_GRACE_S = 3.0  # after `exit`, the process is ended even if a thread still blocks
 
 LoaderFactory = Callable[[Options], Loader]
+COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
+ARRIVAL: contextvars.ContextVar[Arrival | None] = contextvars.ContextVar("arrival", default=None)
 
 
 def engine_loader(options: Options) -> Loader:
@@ -82,6 +85,16 @@ class SpecProtocol(LanguageServerProtocol):
         if isinstance(message, _MalformedRequest):
             return
         super().handle_message(message)
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        # Runs as the message is read, in the context the handler's task will copy: note the
+        # document version now, before edits read after this request are applied.
+        service = self._server.service  # type: ignore[attr-defined]
+        if method_name in COMPLETION_METHODS and service is not None:
+            uri = getattr(getattr(params, "text_document", None), "uri", None)
+            if isinstance(uri, str):
+                ARRIVAL.set(service.arrive(uri))
+        super()._handle_request(msg_id, method_name, params)
 
 
 class SpecServer(LanguageServer):
@@ -321,7 +334,7 @@ def build_server(
             raise JsonRpcInvalidParams("spec-lsp/stats before initialize")
         status = ls.status()
         model = {k: status[k] for k in ("preset", "device", "state")}
-        return ls.service.stats.to_wire(model)
+        return ls.service.stats_wire(model)
 
     @server.feature(STATUS)
     def spec_lsp_status(ls: SpecServer, params: Any) -> dict[str, Any]:
@@ -345,4 +358,5 @@ def build_server(
 async def _complete(ls: SpecServer, uri: str, position: types.Position) -> Suggestion | None:
     if ls.service is None:
         return None
-    return await ls.service.complete(uri, position.line, position.character, ls.encoding)
+    arrival = ARRIVAL.get()
+    return await ls.service.complete(uri, position.line, position.character, ls.encoding, arrival)

@@ -60,7 +60,6 @@ class Job:
     finished: float | None = None
     cancelled_at: float | None = None  # when the scheduler set the cancel token
     waiters: int = 1
-    recorded: bool = False
 
     def cancel(self) -> None:
         if self.request.cancel is not None and not self.request.cancel.cancelled:

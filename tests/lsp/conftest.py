@@ -1,4 +1,8 @@
-"""Fixtures: the real `spec-lsp serve` process over stdio, driven with real editors' capabilities."""
+"""Fixtures: the real `spec-lsp serve` process over stdio, driven with real editors' capabilities.
+
+One server per client kind per module (starting one costs seconds on a small machine); tests use
+their own document URIs and restore any configuration they change.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=server_command("tiny")), params=CLIENTS
+    config=ClientServerConfig(server_command=server_command("tiny")),
+    params=CLIENTS,
+    scope="module",
 )
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
     await start_session(lsp_client, request.param)
@@ -20,6 +26,17 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command("tiny")))
-async def raw_client(lsp_client: LanguageClient):
-    """A started server that the test initializes itself (with its own options)."""
+async def fresh_client(lsp_client: LanguageClient):
+    """A started, uninitialized server of its own, for tests about start-up and exit."""
     yield
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=server_command("bundled")),
+    params=CLIENTS,
+    scope="module",
+)
+async def bundled_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    await start_session(lsp_client, request.param)
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), REQUEST_TIMEOUT_S)

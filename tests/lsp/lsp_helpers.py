@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 from typing import Any
 
 from lsprotocol import types
+from pygls.protocol import JsonRPCProtocol
 from pytest_lsp import LanguageClient, client_capabilities
 
 CLIENTS = ("neovim@v0.10.0", "visual-studio-code")
@@ -25,6 +27,7 @@ async def start_session(
     result = await client.initialize_session(
         types.InitializeParams(capabilities=caps, initialization_options=options or {})
     )
+    client.init_result = result  # type: ignore[attr-defined]
     await wait_ready(client)
     return result
 
@@ -111,7 +114,52 @@ async def inline(
     return result
 
 
+def send_now(client: LanguageClient, method: str, params: Any, msg_id: str | None = None) -> Any:
+    """Writes a request at once and returns the future of its response.
+
+    pytest-lsp's own `send_request_async` is a coroutine that writes only when its task first
+    runs; tests about ordering (a request between two keystrokes) need the write to happen here.
+    """
+    return JsonRPCProtocol.send_request_async(client.protocol, method, params, msg_id)
+
+
+def send_raw(client: LanguageClient, method: str, params: Any, msg_id: str | None = None) -> Any:
+    """Writes a message whose params need not type-check (for malformed input tests)."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    future: Any = None
+    if msg_id is not None:
+        message["id"] = msg_id
+        future = concurrent.futures.Future()
+        client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data(message)
+    return None if future is None else asyncio.wrap_future(future)
+
+
 def configure(client: LanguageClient, settings: dict[str, Any]) -> None:
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"specLsp": settings})
     )
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def doc_uri(name: str) -> str:
+    return f"file:///tmp/spec-lsp-tests/{name}"
+
+
+async def wait_until(
+    predicate: Any, timeout: float = REQUEST_TIMEOUT_S, step: float = 0.05
+) -> None:
+    """Polls an async predicate until it holds (bounded)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await predicate():
+        if loop.time() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(step)
+
+
+def delta(before: dict[str, Any], after: dict[str, Any], key: str) -> int:
+    return int(after[key]) - int(before[key])
