@@ -96,7 +96,9 @@ class Trimmer:
         if not _may_end(self.plan, text, new):
             return None
         cut = hard_cut(self.plan, text, final=False)
-        return len(text[: cut.pos].rstrip()) if cut.complete else None
+        if not cut.complete:
+            return None
+        return len(text[: cut.pos if cut.stop_at is None else cut.stop_at].rstrip())
 
 
 def _may_end(plan: Plan, text: str, new: str) -> bool:

@@ -52,6 +52,7 @@ class Cut:
     scan: Scan
     closer_line: Line | None = None  # the unit's closing line was kept: also try without it
     extra: list[int] = field(default_factory=list)
+    stop_at: int | None = None  # where the streaming form stops, when not at `pos`
 
 
 def make_plan(spec: LanguageSpec, cursor: Cursor, mode: Mode, start_string: str | None) -> Plan:
@@ -96,10 +97,12 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
         and plan.suffix_closer.startswith(first.char)
     ):
         cut.pos, cut.complete = first.pos, True
-    if plan.line_tail is not None:  # `;` already right of the cursor: not suggested again
+    if plan.line_tail is not None and (final or "\n" in text):  # `;` already right of the
+        # cursor is not suggested again (judged on the whole first line)
         head = text[: min(cut.pos, _first_line_end(text))].rstrip()
         if head.endswith(plan.line_tail):
             cut.pos, cut.complete = len(head) - len(plan.line_tail), True
+            cut.stop_at = len(head)  # stopping there lets the final trim cut the tail once
     if plan.unit == "line":
         newline = text.find("\n")
         if 0 <= newline < cut.pos:

@@ -91,7 +91,9 @@ func main() {
 }
 
 LANGUAGES = sorted(CORPUS)
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 # Text without brackets, quotes or comment markers: "new code" that cannot close anything.
 PLAIN_CODE = st.lists(
     st.sampled_from(list("abcxyz_019 =+-*.,<>!\t") + ["foo", "return ", "\n", "    "]),
@@ -177,7 +179,7 @@ def test_no_shorter_line_boundary_has_fewer_parse_errors(
             assert errors <= _errors(language, prefix + shorter + suffix), shorter
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, database=None)
 @given(
     edits=st.lists(
         st.tuples(st.integers(0, 400), st.integers(0, 6), st.text(max_size=6)), max_size=25
@@ -203,3 +205,22 @@ def test_service_edits_keep_text_and_tree_in_step(edits: list[tuple[int, int, st
 def _pos(text: str, offset: int) -> tuple[int, int]:
     before = text[:offset]
     return before.count("\n"), offset - (before.rfind("\n") + 1)
+
+
+@SETTINGS
+@given(where=cursor_in_corpus(), piece=st.data())
+def test_stopping_early_gives_the_same_suggestion_as_generating_on(
+    where: tuple[str, str, str], piece: st.DataObject
+) -> None:
+    language, prefix, suffix = where
+    source = CORPUS[language]
+    start = piece.draw(st.integers(0, len(source)))
+    completion = source[start : start + piece.draw(st.integers(1, 200))]
+    trimmer = Trimmer(spec_for(language), prefix, suffix)
+    step = piece.draw(st.integers(1, 5))  # characters per decode step, like tokens
+    for end in range(step, len(completion) + step, step):
+        keep = trimmer.stop(completion[:end])
+        if keep is not None:
+            stopped = completion[:end][:keep]
+            assert trimmer.trim(stopped) == trimmer.trim(completion)
+            return
