@@ -2,7 +2,7 @@
 
 A `Plan` is built once per request from the text around the cursor; `hard_cut(plan, text)` then
 finds, in the completion alone, the first place the unit is over:
-- single-line mode: the first newline;
+- single-line mode: the first newline outside brackets the completion opened;
 - a closer or quote that closes something opened before the cursor and already closed right of
   the cursor (the editor's auto-closed pair): cut before it, so it is not repeated;
 - multi-line mode: a line that leaves the unit by its indentation (the dedent out of a Python
@@ -104,9 +104,7 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
             cut.pos, cut.complete = len(head) - len(plan.line_tail), True
             cut.stop_at = len(head)  # stopping there lets the final trim cut the tail once
     if plan.unit == "line":
-        newline = text.find("\n")
-        if 0 <= newline < cut.pos:
-            cut.pos, cut.complete = newline, True
+        _cut_line(text, result, cut)
         return cut
     if plan.unit == "statement" and not text[: _first_line_end(text)].strip():
         # The first line is empty: the statement begins on the next line, at its own indentation.
@@ -115,6 +113,17 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
         plan = replace(plan, level=plan.level + indent_width(text))  # the model may indent it
     _cut_lines(plan, text, result, cut, final)
     return cut
+
+
+def _cut_line(text: str, result: Scan, cut: Cut) -> None:
+    """Single-line mode: the first line break outside brackets that the completion opened (a
+    call or literal spread over lines is one statement)."""
+    for line in result.lines[1:]:
+        if line.start > cut.pos:
+            return
+        if line.depth <= 0 and not line.in_string:
+            cut.pos, cut.complete = line.start - 1, True
+            return
 
 
 def _first_line_end(text: str) -> int:

@@ -351,3 +351,12 @@ def test_large_file_trims_like_a_small_one(
     prefix, suffix = _split(source)
     assert len(pad) > 20_000
     assert trim_completion(language, pad + prefix, suffix + "\n" + pad, completion) == expected
+
+
+def test_single_line_mode_keeps_a_call_spread_over_lines() -> None:
+    prefix, suffix = "def f(parser):\n    x = 1\n    ", "\n    return parser\n"
+    raw = (
+        "parser.add_argument(\n        '--name',\n        default=None,\n    )\n    return parser\n"
+    )
+    assert completion_mode("python", prefix, suffix) == "single"
+    assert trim_completion("python", prefix, suffix, raw) == raw[: raw.index(")") + 1]
