@@ -87,8 +87,8 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
         if ch == "\n":
             _close_line(out, text, line_start, i, line_depth, line_in_string)
             line_comment = False
-            if string is not None and string not in spec.multiline_quotes and not outer_string:
-                string = None  # an unterminated one-line string ends with its line
+            if string is not None and string not in spec.multiline_quotes:
+                string, outer_string = None, False  # a one-line string ends with its line
             line_start, line_depth = i + 1, len(stack) - out.escaped_brackets
             line_in_string = string is not None or block
             i += 1
@@ -104,7 +104,7 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
                 i += 1
         elif string is not None:
             if ch == "\\":
-                i += 2
+                i += 1 if text.startswith("\n", i + 1) else 2
             elif text.startswith(string, i):
                 if outer_string:
                     out.escapes.append(Escape(i, string))

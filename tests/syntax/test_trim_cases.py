@@ -360,3 +360,8 @@ def test_single_line_mode_keeps_a_call_spread_over_lines() -> None:
     )
     assert completion_mode("python", prefix, suffix) == "single"
     assert trim_completion("python", prefix, suffix, raw) == raw[: raw.index(")") + 1]
+
+
+def test_unterminated_string_at_the_cursor_ends_with_its_line() -> None:
+    assert trim_completion("python", 'x = "hel', "\n", 'lo"\ny = 1\n') == 'lo"'
+    assert trim_completion("javascript", "const s = 'a", "\n", "bc\nfoo();") == "bc"
