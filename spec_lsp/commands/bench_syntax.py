@@ -63,7 +63,8 @@ def measure(engine: Any, count: int, max_new: int) -> dict[str, Any]:
         suffix = suffix_after_line(prompt.name)
         trimmer = Trimmer(spec_for("python"), prompt.text, suffix)
         row: dict[str, Any] = {"prompt": prompt.name, "mode": trimmer.mode}
-        for label, stop in (("plain", None), ("stop", trimmer.stop)):
+        timed = _Timed(trimmer.stop)
+        for label, stop in (("plain", None), ("stop", timed)):
             t0 = time.perf_counter()
             result = engine.generate(
                 GenerationRequest(
@@ -76,9 +77,26 @@ def measure(engine: Any, count: int, max_new: int) -> dict[str, Any]:
                 "stop_reason": result.stats.stop_reason,
                 "shown": Trimmer(spec_for("python"), prompt.text, suffix).trim(result.text),
             }
+        row["stop"]["callback_calls"] = timed.calls
+        row["stop"]["callback_us"] = round(timed.seconds * 1e6, 1)
         row["same_suggestion"] = row["plain"]["shown"] == row["stop"]["shown"]
         rows.append(row)
     return {"max_new_tokens": max_new, "rows": rows, "totals": _totals(rows)}
+
+
+class _Timed:
+    """The stop callback, with the time spent in it (it runs on every decode step)."""
+
+    def __init__(self, stop: Any) -> None:
+        self._stop, self.calls, self.seconds = stop, 0, 0.0
+
+    def __call__(self, text: str) -> int | None:
+        t0 = time.perf_counter()
+        try:
+            return self._stop(text)  # type: ignore[no-any-return]
+        finally:
+            self.calls += 1
+            self.seconds += time.perf_counter() - t0
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -94,6 +112,11 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "ms_plain": round(plain_ms, 1),
         "ms_stop": round(stop_ms, 1),
         "callback_stops": sum(r["stop"]["stop_reason"] == "callback" for r in rows),
+        "callback_us_per_call": round(
+            sum(r["stop"]["callback_us"] for r in rows)
+            / max(1, sum(r["stop"]["callback_calls"] for r in rows)),
+            1,
+        ),
         "same_suggestion": sum(bool(r["same_suggestion"]) for r in rows),
     }
 
@@ -109,6 +132,7 @@ def _print(report: dict[str, Any]) -> None:
     print(
         f"tokens: {t['tokens_plain']} without the callback, {t['tokens_stop']} with it "
         f"({t['tokens_saved_pct']}% saved); time {t['ms_plain']} ms -> {t['ms_stop']} ms; "
-        f"stopped by the callback {t['callback_stops']}/{t['prompts']}; "
+        f"stopped by the callback {t['callback_stops']}/{t['prompts']} "
+        f"({t['callback_us_per_call']} us per call); "
         f"same suggestion {t['same_suggestion']}/{t['prompts']}"
     )
