@@ -1,0 +1,123 @@
+"""`spec-lsp distill`: train a small draft for a target on source code, with the target as teacher.
+
+    spec-lsp distill --target bundled --corpus ~/src/project --out models/my-draft --steps 600
+
+Writes `--out/config.json`, `model.safetensors` (the draft's own weights; the embeddings are the
+target's, read at load time), the tokenizer, `checkpoint.pt` (resumable: run the same command again
+to continue) and `report.json` (held-out acceptance, draft cost, expected and measured speedup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "distill",
+        help="train a small draft model for a target on your code",
+        description="Distil a draft (target embeddings, few layers, restricted output vocabulary) "
+        "from a target model on a source-code corpus. Resumable: rerun the same command.",
+    )
+    p.add_argument("--target", required=True, help="a preset name (e.g. bundled) or a model source")
+    p.add_argument("--corpus", required=True, nargs="+", help="directories or files of source code")
+    p.add_argument(
+        "--out", required=True, help="output directory for the draft, checkpoint and report"
+    )
+    p.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--layers", type=int, default=2, help="decoder layers of the draft (default 2)")
+    p.add_argument(
+        "--draft-vocab", type=int, default=4096, help="size of the draft's output vocabulary"
+    )
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument(
+        "--teacher-rows", type=int, default=2, help="windows per batch scored by the target"
+    )
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--no-report", action="store_true", help="skip the acceptance/speed report")
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _resolve_target(name: str) -> tuple[str, str]:
+    """(source for loading, dtype name on CPU) from a preset name or a model source."""
+    from spec_lsp.presets import MODELS_DIR, PresetError, load_preset
+
+    if (MODELS_DIR / f"{name}.toml").exists() or name.endswith(".toml") or name == "tiny":
+        try:
+            preset = load_preset(name)
+        except PresetError:
+            raise
+        return preset.resolve(preset.target), preset.dtype.get("cpu", "float32")
+    return name, "float32"
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from spec_lsp.distill.corpus import CorpusError
+    from spec_lsp.distill.train import (
+        DistillConfig,
+        DistillError,
+        Teacher,
+        distill,
+        vocab_fingerprint,
+    )
+    from spec_lsp.engine.loading import ModelLoadError, load_model, load_tokenizer, pick_device
+    from spec_lsp.presets import PresetError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    cfg = DistillConfig(
+        target=args.target,
+        corpus=list(args.corpus),
+        out=args.out,
+        steps=args.steps,
+        seed=args.seed,
+        layers=args.layers,
+        draft_vocab=args.draft_vocab,
+        seq_len=args.seq_len,
+        batch=args.batch,
+        teacher_rows=args.teacher_rows,
+        lr=args.lr,
+    )
+    try:
+        source, _ = _resolve_target(args.target)
+        device = pick_device(args.device)
+        tokenizer = load_tokenizer(source, args.trust_remote_code)
+        model = load_model(source, device, torch.float32, args.trust_remote_code)
+        model.requires_grad_(False)
+        teacher = Teacher(model, tokenizer, vocab_fingerprint(tokenizer))
+        bar = tqdm(total=cfg.steps, desc="distill", unit="step", mininterval=5.0)
+
+        def progress(step: int, total: int, record: dict[str, float]) -> None:
+            bar.n = step
+            bar.set_postfix(
+                {k: round(v, 3) for k, v in record.items() if k in ("loss", "agreement")},
+                refresh=False,
+            )
+            bar.refresh()
+
+        state = distill(cfg, teacher, source, progress)
+        bar.close()
+        if args.no_report:
+            return 0
+        from spec_lsp.distill.report import write_report
+
+        report = write_report(Path(args.out), teacher, source, state.history)
+    except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
+        print(f"spec-lsp distill: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report["summary"], indent=2))
+    return 0

@@ -1,0 +1,183 @@
+"""The distilled draft: a few Llama decoder layers over the target's frozen embeddings, with an
+output layer restricted to the corpus's most frequent tokens.
+
+On a small target the output projection over the full vocabulary is a large share of a token's
+cost, and code uses few of the 49k tokens most of the time. The draft therefore scores only `R`
+tokens (`vocab_ids`, full-vocabulary ids) and scatters them back into a full-vocabulary logits row
+(every other token gets the dtype's lowest value), so the engine and transformers' assisted
+generation use it like any causal LM sharing the target's vocabulary.
+
+The draft's own files hold only what it trained (layers, norm, restricted head, `vocab_ids`); the
+embedding matrix is the target's, read from `config.embed_source` at load time. Importing this
+module registers the architecture with transformers' Auto classes (`model_type` "spec_lsp_draft").
+Knows nothing about training or the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import AutoConfig, AutoModelForCausalLM, GenerationMixin, LlamaConfig
+from transformers.modeling_outputs import CausalLMOutputWithPast
+from transformers.models.llama.modeling_llama import LlamaModel, LlamaPreTrainedModel
+from transformers.utils.deprecation import deprecate_kwarg
+
+WEIGHTS = "model.safetensors"
+EMBED_KEY = "model.embed_tokens.weight"
+
+
+class SpecDraftConfig(LlamaConfig):
+    model_type = "spec_lsp_draft"
+
+    def __init__(
+        self,
+        draft_vocab_size: int = 4096,
+        embed_source: str = "",
+        target_fingerprint: str = "",
+        **kwargs: Any,
+    ) -> None:
+        self.draft_vocab_size = draft_vocab_size
+        self.embed_source = embed_source  # the target whose embeddings the draft reads
+        self.target_fingerprint = target_fingerprint  # hash of the target tokenizer's vocabulary
+        kwargs.setdefault("tie_word_embeddings", False)
+        super().__init__(**kwargs)
+
+
+class SpecDraftForCausalLM(LlamaPreTrainedModel, GenerationMixin):
+    config_class = SpecDraftConfig
+    _tied_weights_keys: dict[str, str] = {}
+    vocab_ids: torch.Tensor  # [R] full-vocabulary id of each output row (a buffer)
+
+    def __init__(self, config: SpecDraftConfig) -> None:
+        super().__init__(config)
+        self.model = LlamaModel(config)
+        self.vocab_size = config.vocab_size
+        self.lm_head = nn.Linear(config.hidden_size, config.draft_vocab_size, bias=False)
+        self.register_buffer("vocab_ids", torch.arange(config.draft_vocab_size, dtype=torch.long))
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.embed_tokens
+
+    def restricted_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """[B, L] ids -> [B, L, R] logits over `vocab_ids` (training and evaluation, no cache)."""
+        hidden = self.model(input_ids=input_ids, use_cache=False).last_hidden_state
+        return self.lm_head(hidden)
+
+    def scatter_full(self, logits: torch.Tensor) -> torch.Tensor:
+        """[..., R] restricted logits -> [..., V] full-vocabulary logits (lowest value elsewhere)."""
+        full = logits.new_full((*logits.shape[:-1], self.vocab_size), torch.finfo(logits.dtype).min)
+        index = self.vocab_ids.expand(*logits.shape[:-1], -1)
+        return full.scatter(-1, index, logits)
+
+    @deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        cache: Any = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
+        **kwargs: Any,
+    ) -> CausalLMOutputWithPast:
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            cache=cache,
+            inputs_embeds=inputs_embeds,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        hidden = out.last_hidden_state  # [B, L, H]
+        if isinstance(logits_to_keep, int):
+            hidden = hidden[:, -logits_to_keep:] if logits_to_keep > 0 else hidden
+        else:
+            hidden = hidden[:, logits_to_keep]
+        logits = self.scatter_full(self.lm_head(hidden))  # [B, keep, V]
+        return CausalLMOutputWithPast(
+            logits=logits,
+            cache=out.cache,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+        )
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """What `AutoModelForCausalLM.from_pretrained(dir)` calls: `load_draft` (embeddings included)."""
+        dtype = kwargs.get("dtype") or kwargs.get("torch_dtype")
+        return load_draft(
+            Path(pretrained_model_name_or_path), dtype if isinstance(dtype, torch.dtype) else None
+        )
+
+
+AutoConfig.register("spec_lsp_draft", SpecDraftConfig)
+AutoModelForCausalLM.register(SpecDraftConfig, SpecDraftForCausalLM)
+
+
+def is_draft_dir(path: Path) -> bool:
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        return False
+    return bool(json.loads(cfg.read_text()).get("model_type") == "spec_lsp_draft")
+
+
+def target_embeddings(source: str) -> torch.Tensor:
+    """The target's input embedding matrix [V, H], read without building the whole target where
+    the target is a local safetensors checkpoint."""
+    from spec_lsp.engine.loading import (  # lazy: loading imports this module
+        _source_path,
+        load_model,
+    )
+
+    if not source.startswith("builtin:"):
+        path = Path(_source_path(source, None))
+        files = sorted(path.glob("*.safetensors")) if path.is_dir() else []
+        for file in files:
+            from safetensors import safe_open
+
+            with safe_open(str(file), framework="pt") as f:
+                for key in (EMBED_KEY, "lm_head.weight"):
+                    if key in f.keys():  # noqa: SIM118 - safe_open has keys(), not __contains__
+                        return f.get_tensor(key).float()
+    target = load_model(source, "cpu", torch.float32)
+    return cast(Any, target.get_input_embeddings()).weight.detach().clone()
+
+
+def save_draft(model: SpecDraftForCausalLM, out: Path, tokenizer: Any = None) -> None:
+    """Writes config.json, model.safetensors (no embeddings) and the tokenizer files."""
+    out.mkdir(parents=True, exist_ok=True)
+    state = {
+        k: v.detach().contiguous().cpu() for k, v in model.state_dict().items() if k != EMBED_KEY
+    }
+    save_file(state, str(out / WEIGHTS), metadata={"format": "pt"})
+    model.config.architectures = ["SpecDraftForCausalLM"]
+    model.config.save_pretrained(out)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(out)
+
+
+def load_draft(
+    path: Path, dtype: torch.dtype | None = None, embeddings: torch.Tensor | None = None
+) -> SpecDraftForCausalLM:
+    config = SpecDraftConfig.from_pretrained(str(path))
+    with torch.device("meta"):
+        model = SpecDraftForCausalLM(config)
+    state = load_file(str(path / WEIGHTS))
+    state[EMBED_KEY] = (
+        embeddings if embeddings is not None else target_embeddings(config.embed_source)
+    )
+    model.load_state_dict(state, strict=True, assign=True)
+    model.model.rotary_emb = type(model.model.rotary_emb)(config=config)  # buffers built off meta
+    model.model.embed_tokens.weight.requires_grad_(False)
+    if dtype is not None:
+        model = cast(Any, model).to(dtype)
+    return model.eval()
