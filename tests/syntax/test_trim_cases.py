@@ -247,6 +247,28 @@ CASES: list[tuple[str, str, str, str, str | None]] = [
         "42);\n    return 0;",
         "42",
     ),
+    # -- mid-line ------------------------------------------------------------------------------------
+    (
+        "py-mid-line-before-auto-closed-pair",
+        "python",
+        "def f(a):\n    return compute(a, █)\n",
+        "b=2)\n",
+        "b=2",
+    ),
+    (
+        "js-mid-line-with-code-to-the-right-gives-nothing",
+        "javascript",
+        "if (user && █) {\n  go();\n}\n",
+        "user.active",
+        None,
+    ),
+    (
+        "c-string-argument-mid-line",
+        "c",
+        'int main(void) {\n    printf("%d\\n", █);\n}\n',
+        "argc);\n    return 0;",
+        "argc",
+    ),
     # -- odd inputs ---------------------------------------------------------------------------------
     (
         "unparseable-python-file-still-trims-structurally",
