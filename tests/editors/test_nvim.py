@@ -413,3 +413,19 @@ def test_every_plugin_module_loads_in_nvim(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+@needs_nvim
+def test_help_file_builds_tags_without_errors(tmp_path: Path) -> None:
+    assert NVIM is not None
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-c", f"helptags {doc}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    tags = (doc / "tags").read_text() if (doc / "tags").exists() else ""
+    errors = proc.stderr + proc.stdout  # helptags reports E154 etc. here, exit code stays 0
+    assert "E1" not in errors and "spec_lsp-keys" in tags and ":SpecLspRecord" in tags, errors
