@@ -29,6 +29,10 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
 async def fresh_client(lsp_client: LanguageClient):
     """A started, uninitialized server of its own, for tests about start-up and exit."""
     yield
+    server = lsp_client._server
+    if server is not None and server.returncode is None:  # the test failed before exiting
+        server.kill()
+        await asyncio.wait_for(server.wait(), REQUEST_TIMEOUT_S)
 
 
 @pytest_lsp.fixture(
