@@ -145,9 +145,8 @@ class CompletionService:
         inside = len(text) >= len(a.prefix) + len(a.suffix)
         if inside and text.startswith(a.prefix) and text.endswith(a.suffix):
             typed = text[len(a.prefix) : len(text) - len(a.suffix)]
-            streamed = live.job.streamed
-            if streamed.startswith(typed) or typed.startswith(streamed):
-                return
+            if live.job.streamed.startswith(typed):
+                return  # the model already wrote what was typed: let it go on
         live.job.cancel()
 
     def did_close(self, uri: str) -> None:

@@ -1,0 +1,180 @@
+"""Scheduling properties with a scripted backend in the real worker thread (no model, no LSP).
+
+The backend emits one character per step and waits for the test to release each step, so every
+interleaving below is forced by events, not by timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from spec_lsp.completion import CompletionService
+from spec_lsp.config import Options
+from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.syntax_adapter import Syntax
+from spec_lsp.worker import InferenceWorker, ModelInfo
+
+URI = "file:///doc.py"
+WAIT_S = 30.0
+
+
+class ScriptedBackend:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.calls: list[GenerationRequest] = []
+        self.started = threading.Event()
+        self.step = threading.Semaphore(0)
+        self.free_running = False
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        self.calls.append(request)
+        self.started.set()
+        out = ""
+        for ch in self.text[: request.max_new_tokens]:
+            if not self.free_running:
+                self.step.acquire(timeout=WAIT_S)
+            if request.cancel is not None and request.cancel.cancelled:
+                return GenerationResult(out, stats=GenerationStats(stop_reason="cancelled"))
+            out += ch
+            if request.on_text is not None:
+                request.on_text(ch)
+        stats = GenerationStats(prompt_tokens=10, prefilled_tokens=2, stop_reason="max_tokens")
+        return GenerationResult(out, stats=stats)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
+
+    def forget(self, doc_id: str) -> None:
+        pass
+
+    def release(self, n: int) -> None:
+        for _ in range(n):
+            self.step.release()
+
+
+class PlainSyntax(Syntax):
+    """No trimming, multi-line everywhere: the scheduler's behaviour alone."""
+
+    def __init__(self) -> None:
+        super().__init__(service=object())
+        self._trim_completion = None
+
+
+async def service_with(backend: ScriptedBackend) -> CompletionService:
+    worker = InferenceWorker(asyncio.get_running_loop())
+    worker.backend, worker.state, worker.info = backend, "ready", ModelInfo(preset="fake")
+    service = CompletionService(worker, Options(max_tokens=32), PlainSyntax())
+    service.model_ready()
+    return service
+
+
+async def wait_event(event: threading.Event) -> None:
+    assert await asyncio.to_thread(event.wait, WAIT_S)
+
+
+async def streamed(service: CompletionService, n: int) -> None:
+    """Waits (bounded) until the live generation has streamed n characters."""
+    for _ in range(int(WAIT_S / 0.01)):
+        if len(service._live[URI].job.streamed) >= n:
+            return
+        await asyncio.sleep(0.01)
+    raise TimeoutError
+
+
+def end(service: CompletionService) -> tuple[int, int]:
+    doc = service.docs.get(URI)
+    assert doc is not None
+    return len(doc.lines) - 1, len(doc.lines[-1])
+
+
+def type_text(service: CompletionService, version: int, text: str) -> None:
+    line, col = end(service)
+    service.did_change(URI, version, [((line, col, line, col), text)], "utf-16")
+
+
+async def test_a_newer_request_cancels_the_running_generation_of_the_same_document() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "x = ")
+    first = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    await wait_event(backend.started)
+    backend.release(2)
+    await streamed(service, 2)
+    type_text(service, 2, "q")  # not what the model streams: the first generation is dropped
+    backend.free_running = True
+    backend.release(100)
+    second = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
+    assert await asyncio.wait_for(first, WAIT_S) is None
+    assert second is not None and second.text == "hello world"
+    assert backend.calls[0].cancel is not None and backend.calls[0].cancel.cancelled
+    assert service.stats.cancelled == 1 and service.stats.generated == 2
+    assert service.stats.latency["stop"].summary()["n"] == 1
+
+
+async def test_typing_through_the_last_suggestion_needs_no_model_call() -> None:
+    backend = ScriptedBackend("hello world")
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "x = ")
+    first = await service.complete(URI, *end(service), "utf-16")
+    assert first is not None and first.text == "hello world"
+    type_text(service, 2, "hel")
+    again = await service.complete(URI, *end(service), "utf-16")
+    assert again is not None and again.text == "lo world"
+    assert len(backend.calls) == 1 and service.stats.typed_through == 1
+
+
+async def test_typing_through_the_pending_suggestion_waits_for_it_instead_of_restarting() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "x = ")
+    first = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    await wait_event(backend.started)
+    backend.release(4)
+    await streamed(service, 4)
+    type_text(service, 2, "he")  # matches what is streamed: the generation goes on
+    second = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    backend.free_running = True
+    backend.release(100)
+    assert await asyncio.wait_for(first, WAIT_S) is None  # for an outdated version
+    result = await asyncio.wait_for(second, WAIT_S)
+    assert result is not None and result.text == "llo world"
+    assert len(backend.calls) == 1
+    assert service.stats.typed_through == 1 and service.stats.cancelled == 0
+
+
+async def test_revisiting_a_position_is_answered_from_the_cache() -> None:
+    backend = ScriptedBackend("pass")
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "a = \nb = ")
+    await service.complete(URI, 0, 4, "utf-16")
+    await service.complete(URI, 1, 4, "utf-16")
+    again = await service.complete(URI, 0, 4, "utf-16")
+    assert again is not None and again.text == "pass"
+    assert len(backend.calls) == 2 and service.stats.cache_hits == 1
+
+
+async def test_an_edit_that_does_not_type_through_makes_the_result_stale() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "x = ")
+    pending = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    await wait_event(backend.started)
+    service.did_change(URI, 2, [((0, 0, 0, 0), "# note\n")], "utf-16")
+    backend.free_running = True
+    backend.release(100)
+    assert await asyncio.wait_for(pending, WAIT_S) is None
+    assert service.stats.answered == 0
+
+
+async def test_debounce_waits_only_while_requests_come_faster_than_the_model() -> None:
+    service = await service_with(ScriptedBackend(""))
+    assert service._debounce_s(50.0) == 0.0  # no model latency measured yet
+    service.stats.model_ms_ema = 200.0
+    assert service._debounce_s(None) == 0.0
+    assert service._debounce_s(300.0) == 0.0
+    assert 0 < service._debounce_s(60.0) <= 0.1
+    service.options = Options(debounce_ms=250)
+    assert service._debounce_s(None) == 0.25

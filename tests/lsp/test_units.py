@@ -1,0 +1,124 @@
+"""Unit properties of the server's pure parts: options, documents and encodings, prompts."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spec_lsp.config import Options, merge, settings_section, to_wire
+from spec_lsp.documents import Document, col_from_units, units_len
+from spec_lsp.prompt import TEMPLATES, PromptBuilder
+
+# -- options ---------------------------------------------------------------------------------
+
+
+def test_options_round_trip_through_camel_case_wire_names() -> None:
+    options = Options(preset="tiny", max_tokens=12, enabled_languages=("python",), kv_reuse=False)
+    merged, warnings = merge(Options(), to_wire(options))
+    assert merged == options and warnings == []
+
+
+def test_an_invalid_option_warns_once_and_uses_its_default() -> None:
+    base = Options(max_tokens=10, temperature=0.5)
+    merged, warnings = merge(base, {"maxTokens": -1, "temperature": "hot", "debounceMs": 20})
+    assert merged.max_tokens == Options().max_tokens
+    assert merged.temperature == Options().temperature
+    assert merged.debounce_ms == 20
+    assert len(warnings) == 2 and "maxTokens" in warnings[0]
+
+
+def test_unknown_keys_are_ignored_and_booleans_are_not_ints() -> None:
+    merged, warnings = merge(Options(), {"futureOption": 1, "maxTokens": True})
+    assert merged.max_tokens == Options().max_tokens and len(warnings) == 1
+
+
+def test_settings_are_found_nested_under_specLsp_or_directly() -> None:
+    assert settings_section({"specLsp": {"enabled": False}}) == {"enabled": False}
+    assert settings_section({"enabled": False}) == {"enabled": False}
+    assert settings_section(None) is None
+
+
+# -- documents and encodings -------------------------------------------------------------------
+
+text_st = st.text(alphabet=st.sampled_from(list("ab \té日本😀🎉\n")), max_size=40)
+
+
+@given(text_st, st.integers(0, 50))
+def test_utf16_columns_match_python_encoding(line: str, units: int) -> None:
+    line = line.replace("\n", "")
+    col = col_from_units(line, units, "utf-16")
+    assert units_len(line[:col], "utf-16") <= units
+    if col < len(line):
+        assert units_len(line[: col + 1], "utf-16") > units
+    assert units_len(line, "utf-16") == len(line.encode("utf-16-le")) // 2
+    assert units_len(line, "utf-8") == len(line.encode("utf-8"))
+
+
+@given(text_st, st.data())
+def test_incremental_edits_in_utf16_equal_editing_the_string(
+    text: str, data: st.DataObject
+) -> None:
+    doc = Document.from_text("file:///t", "plaintext", 1, text)
+    offsets = sorted(data.draw(st.lists(st.integers(0, len(text)), min_size=2, max_size=2)))
+    new = data.draw(st.text(alphabet=st.sampled_from(list("x😀\n")), max_size=4))
+
+    def lsp(offset: int) -> tuple[int, int]:
+        before = text[:offset]
+        line = before.count("\n")
+        return line, units_len(before.split("\n")[-1], "utf-16")
+
+    (l1, c1), (l2, c2) = lsp(offsets[0]), lsp(offsets[1])
+    start, end = doc.clamp(l1, c1, "utf-16"), doc.clamp(l2, c2, "utf-16")
+    doc.apply(start, end, new)
+    assert doc.text == text[: offsets[0]] + new + text[offsets[1] :]
+
+
+def test_a_position_past_the_last_line_is_out_of_range() -> None:
+    doc = Document.from_text("file:///t", "python", 1, "a\nb")
+    assert doc.position(5, 0, "utf-16") is None
+    assert doc.position(1, 99, "utf-16") == (1, 1)
+
+
+# -- prompts -----------------------------------------------------------------------------------
+
+
+def _lines(n: int) -> list[str]:
+    return [f"value_{i} = compute({i})" for i in range(n)]
+
+
+def test_every_family_ends_its_prompt_with_the_text_being_typed_or_the_fim_marker() -> None:
+    for family, template in TEMPLATES.items():
+        prompt = template.render("PREFIX", "SUFFIX")
+        if template.layout in ("spm", "prefix"):
+            assert prompt.endswith("PREFIX"), family
+        else:
+            assert prompt.index("PREFIX") < prompt.index("SUFFIX"), family
+
+
+def test_the_prompt_before_the_cursor_line_is_stable_while_typing() -> None:
+    builder = PromptBuilder("starcoder", context_tokens=256, max_new_tokens=32)
+    lines = _lines(400) + [""]
+    row = len(lines) - 1
+    prompts = []
+    for typed in ("d", "de", "def", "def f"):
+        lines[row] = typed
+        prompts.append(builder.build("doc", lines, row, len(typed), context="import os").text)
+    head = prompts[0][: -len("d")]
+    assert all(p.startswith(head) for p in prompts)
+
+
+def test_the_prefix_window_fits_the_budget_and_starts_on_a_line() -> None:
+    builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
+    lines = _lines(1000)
+    prompt = builder.build("doc", lines, 999, 5)
+    assert len(prompt.text) <= builder.budget.prefix_chars
+    assert prompt.window_start > 0
+    assert prompt.text.startswith(lines[prompt.window_start])
+
+
+def test_context_is_added_only_when_the_window_does_not_start_at_the_top() -> None:
+    builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
+    short = builder.build("a", ["x = 1", "y = "], 1, 4, context="import os")
+    assert short.text == "x = 1\ny = " and not short.context_used
+    long = builder.build("b", _lines(1000), 999, 3, context="import os")
+    assert long.context_used and long.text.startswith("import os\n")
