@@ -266,7 +266,10 @@ class CompletionService:
             return rest
         rest = await self._through_live(uri, prefix, suffix)
         if rest is not None:
-            return rest if self._current(doc, version, seq) else ""
+            if self._current(doc, version, seq):
+                return rest
+            self.stats.stale += 1
+            return ""
         mode = self.syntax.mode(uri, doc.language_id, prefix, suffix, *pos)
         if mode == "none" or self._prompts is None:
             return ""
