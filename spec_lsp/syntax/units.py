@@ -104,7 +104,7 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
             cut.pos, cut.complete = len(head) - len(plan.line_tail), True
             cut.stop_at = len(head)  # stopping there lets the final trim cut the tail once
     if plan.unit == "line":
-        _cut_line(text, result, cut)
+        _cut_line(plan, text, result, cut)
         return cut
     if plan.unit == "statement" and not text[: _first_line_end(text)].strip():
         # The first line is empty: the statement begins on the next line, at its own indentation.
@@ -115,13 +115,23 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
     return cut
 
 
-def _cut_line(text: str, result: Scan, cut: Cut) -> None:
+def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
     """Single-line mode: the first line break outside brackets that the completion opened (a
-    call or literal spread over lines is one statement)."""
-    for line in result.lines[1:]:
+    call or literal spread over lines is one statement). On a blank line, blank lines the model
+    writes first are skipped: the line is its first line with code. Inside a string that began
+    before the cursor, the line ends at the first line break."""
+    lines = result.lines
+    first = 0
+    if plan.blank_line and plan.start_string is None:
+        first = next((i for i, ln in enumerate(lines) if ln.indent is not None), 0)
+        line = lines[first]
+        if first and text[line.start : line.end].rstrip() == plan.next_line:
+            cut.pos, cut.complete = 0, line.end < len(text)  # the line that already follows
+            return
+    for line in lines[first + 1 :]:
         if line.start > cut.pos:
             return
-        if line.depth <= 0 and not line.in_string:
+        if plan.start_string is not None or (line.depth <= 0 and not line.in_string):
             cut.pos, cut.complete = line.start - 1, True
             return
 

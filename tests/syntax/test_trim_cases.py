@@ -387,3 +387,15 @@ def test_single_line_mode_keeps_a_call_spread_over_lines() -> None:
 def test_unterminated_string_at_the_cursor_ends_with_its_line() -> None:
     assert trim_completion("python", 'x = "hel', "\n", 'lo"\ny = 1\n') == 'lo"'
     assert trim_completion("javascript", "const s = 'a", "\n", "bc\nfoo();") == "bc"
+
+
+def test_single_line_on_a_blank_line_skips_leading_blank_lines() -> None:
+    prefix, suffix = "def f(x):\n    y = 1\n    ", "\n    return y\n"
+    assert trim_completion("python", prefix, suffix, "\n    y += x\n    z = 2\n") == "\n    y += x"
+
+
+def test_single_line_inside_a_docstring_ends_at_the_first_line_break() -> None:
+    prefix, suffix = 'def f(x):\n    """Return ', '\n    """\n'
+    assert (
+        trim_completion("python", prefix, suffix, "x doubled.\n\n    x: a number") == "x doubled."
+    )
