@@ -60,9 +60,18 @@ class ProgressFeature implements StaticFeature {
   }
 }
 
+/** Errors go to the output channel only: the user gets one notification of ours, with the fix. */
+class QuietClient extends LanguageClient {
+  override error(message: string, data?: unknown): void {
+    super.error(message, data, false);
+  }
+}
+
 export class Server implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private stderrTail: string[] = [];
+  private child: cp.ChildProcess | undefined;
+  private starting = false;
   private failureShown = false;
   private stopping = false;
   private crashes: number[] = [];
@@ -80,6 +89,7 @@ export class Server implements vscode.Disposable {
     this.feedback = new Feedback(
       (method, params) => void this.client?.sendNotification(method, params),
       () => this.refreshStatsSoon(),
+      (line) => this.output.info(line),
     );
   }
 
@@ -100,14 +110,17 @@ export class Server implements vscode.Disposable {
     }
     const args = serveArgs(server, recordTo);
     this.output.info(`starting ${server.command} ${args.join(" ")} (from ${server.origin})`);
-    const client = new LanguageClient("spec-lsp", "spec-lsp", () => this.spawn(server, args), this.options(server));
+    const client = new QuietClient("spec-lsp", "spec-lsp", () => this.spawn(server, args), this.options(server));
     client.registerFeature(new ProgressFeature(client, (text) => this.status.setProgress(text)));
     this.client = client;
+    this.starting = true;
     try {
       await client.start();
     } catch (err) {
-      this.fail(this.startFailure(server, err));
+      await this.reportFailure(server, err);
       return;
+    } finally {
+      this.starting = false;
     }
     this.pollStatus();
   }
@@ -158,6 +171,7 @@ export class Server implements vscode.Disposable {
   private spawn(server: ServerCommand, args: string[]): Promise<cp.ChildProcess> {
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const child = cp.spawn(server.command, args, { cwd, stdio: "pipe", env: process.env });
+    this.child = child;
     this.stderrTail = [];
     child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail.push(...chunk.toString("utf8").split("\n").filter((l) => l.trim()));
@@ -175,10 +189,7 @@ export class Server implements vscode.Disposable {
       initializationOptions: serverSettings(),
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationFailedHandler: (err) => {
-        this.fail(this.startFailure(server, err));
-        return false;
-      },
+      initializationFailedHandler: () => false, // start() then rejects, and reports it
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => this.closed(server),
@@ -207,20 +218,31 @@ export class Server implements vscode.Disposable {
   }
 
   private closed(server: ServerCommand): { action: CloseAction; handled: boolean } {
-    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    if (this.stopping || this.starting) return { action: CloseAction.DoNotRestart, handled: true };
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < 180_000), now];
     if (this.lastStatus && this.crashes.length <= 3) {
       this.output.warn("the server exited; restarting it");
       return { action: CloseAction.Restart, handled: true };
     }
-    this.fail(this.startFailure(server, new Error("the server process exited")));
+    void this.reportFailure(server, new Error("the server process exited"));
     return { action: CloseAction.DoNotRestart, handled: true };
   }
 
-  private startFailure(server: ServerCommand, err: unknown): string {
+  /** Waits (briefly) for a dying server's exit, so its last stderr line can say why, then tells the user. */
+  private async reportFailure(server: ServerCommand, err: unknown): Promise<void> {
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 2000);
+        child.once("exit", () => {
+          clearTimeout(timer);
+          setTimeout(resolve, 100); // the last stderr chunk
+        });
+      });
+    }
     const why = this.stderrTail.at(-1) ?? (err instanceof Error ? err.message : String(err));
-    return `spec-lsp: the server (${server.command}, from ${server.origin}) did not start: ${why}. ${FIX}`;
+    this.fail(`spec-lsp: the server (${server.command}, from ${server.origin}) did not start: ${why}. ${FIX}`);
   }
 
   /** One notification per start attempt, with the fix; the details go to the output channel. */

@@ -4,7 +4,8 @@
 // proposed API), so this infers both from what the provider returned and from document edits:
 // - shown: a suggestion returned for the document version and cursor that are still current;
 // - partly accepted: one edit that inserts, at the suggestion's insertion point, a prefix of what is
-//   left of it longer than one character (Ctrl+Right, "accept next word"; typing inserts one at a time);
+//   left of it longer than one character (Ctrl+Right, "accept next word"; typing inserts one
+//   character at a time, so a one-character partial accept, such as a leading space, counts as typed);
 // - accepted: the item's command (spec-lsp.didAcceptCompletion) runs, which the client forwards.
 import * as vscode from "vscode";
 
@@ -28,6 +29,7 @@ export class Feedback implements vscode.Disposable {
   constructor(
     private readonly notify: Notify,
     private readonly onChange: () => void,
+    private readonly log: (line: string) => void,
   ) {
     this.subscription = vscode.workspace.onDidChangeTextDocument((e) => this.changed(e));
   }
@@ -64,9 +66,12 @@ export class Feedback implements vscode.Disposable {
       this.shown = undefined; // the user went elsewhere: this suggestion is over
       return;
     }
-    if (inserted.length === 1 || inserted.length === rest.length) return; // typing, or the whole accept
+    if (inserted.length === 1 || inserted.length === rest.length) {
+      return; // typing through it, or the whole accept (its command reports that)
+    }
     this.taken += inserted.length;
     this.notify("spec-lsp/didPartiallyAcceptCompletion", { id: s.id, acceptedLength: this.taken });
+    this.log(`suggestion ${s.id}: ${this.taken} of ${s.text.length} characters accepted`);
     this.onChange();
   }
 

@@ -82,7 +82,7 @@ export class StatusItem implements vscode.Disposable {
     const accepted = st.accepted + (st.partiallyAccepted ?? 0);
     const draft = typeof st.acceptance === "number" ? `, draft tokens accepted ${pct(st.acceptance)}` : "";
     return [
-      `$(zap) ${Math.round(st.lastLatencyMs)} ms · ${accepted}/${st.shown} accepted`,
+      `$(zap) spec-lsp ${Math.round(st.lastLatencyMs)} ms · ${accepted}/${st.shown} accepted`,
       `Last suggestion took ${Math.round(st.lastLatencyMs)} ms; ${accepted} of ${st.shown} shown ` +
         `suggestions accepted (${st.partiallyAccepted ?? 0} partly)${draft}.\n${model}`,
     ];

@@ -8,7 +8,7 @@
 // Environment (tests/editors/test_vscode_e2e.py sets it from editors/vscode/.setup.json):
 //   SPEC_LSP_CODE_SERVER, SPEC_LSP_CHROMIUM, SPEC_LSP_VSIX, SPEC_LSP_SERVER (spec-lsp executable),
 //   SPEC_LSP_E2E_OUT (artefacts), SPEC_LSP_E2E_PRESET (default tiny),
-//   SPEC_LSP_E2E_SCREENSHOT (also copy the ghost-text screenshot there), SPEC_LSP_E2E_TIMEOUT_S (300).
+//   SPEC_LSP_E2E_SCREENSHOT (also copy the ghost-text screenshot there), SPEC_LSP_E2E_TIMEOUT_S (480).
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
@@ -29,7 +29,7 @@ const SERVER = need("SPEC_LSP_SERVER");
 const OUT = need("SPEC_LSP_E2E_OUT");
 const PRESET = process.env.SPEC_LSP_E2E_PRESET ?? "tiny";
 const SCREENSHOT = process.env.SPEC_LSP_E2E_SCREENSHOT;
-const TIMEOUT_S = Number(process.env.SPEC_LSP_E2E_TIMEOUT_S ?? "300");
+const TIMEOUT_S = Number(process.env.SPEC_LSP_E2E_TIMEOUT_S ?? "480");
 
 const t0 = Date.now();
 const phases: Record<string, number> = {};
@@ -91,6 +91,8 @@ def mean(values):
 `;
 /** Typed at the end of SOURCE, character by character, as a person would. */
 const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
+/** Typed after the accepted suggestion, to take part of the next one with Ctrl+Right. */
+const PARTIAL_TYPED = "\n\n\ndef stdev(values):\n    return math.";
 
 function settings(out: string): object {
   return {
@@ -219,12 +221,17 @@ async function ghostLine(p: Page): Promise<string> {
 async function openFile(p: Page, name: string): Promise<void> {
   await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
   await until(`${name} open in an editor`, 60, async () => {
+    const tab = p.locator(".tab", { hasText: name }).first();
+    if (await tab.isVisible()) {
+      await tab.click();
+      await p.locator(".tab.active", { hasText: name }).waitFor({ timeout: 10_000 });
+      return true;
+    }
     await p.keyboard.press("Control+P");
     const input = p.locator(".quick-input-widget input").first();
     await input.waitFor({ state: "visible", timeout: 5000 });
     await input.fill(name);
-    await p.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: 10_000 });
-    await p.keyboard.press("Enter");
+    await p.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click({ timeout: 10_000 });
     await p.locator(".tab.active", { hasText: name }).waitFor({ timeout: 10_000 });
     return true;
   });
@@ -241,6 +248,8 @@ interface Result {
   ghost: string;
   statusBar: string;
   statsLines: string[];
+  partialLines: string[];
+  failure: string;
 }
 
 async function run(): Promise<Result> {
@@ -287,7 +296,7 @@ async function run(): Promise<Result> {
     await p.locator(".editor-group-container.active .monaco-editor .view-lines").click();
     await p.keyboard.press("Control+End");
     await p.keyboard.type(TYPED, { delay: 40 });
-    return until("ghost text (.ghost-text-decoration)", 60, async () => {
+    return until("ghost text (.ghost-text-decoration)", 120, async () => {
       const text = await ghostLine(p);
       return text.trim() ? text : undefined;
     });
@@ -326,7 +335,60 @@ async function run(): Promise<Result> {
     });
   });
   await p.screenshot({ path: path.join(OUT, "vscode-stats.png") });
-  return { ghost, statusBar, statsLines };
+
+  const partial = await phase("accept the next word with Ctrl+Right", async () => {
+    await openFile(p, "stats.py");
+    await p.keyboard.press("Control+End");
+    await p.keyboard.type(PARTIAL_TYPED, { delay: 40 });
+    const next = await until("ghost text in a new function", 120, async () => {
+      const text = await ghostLine(p);
+      return text.trim() ? text : undefined;
+    });
+    // A one-character step (a leading space) looks like typing to the extension, so take two words.
+    for (let i = 0; i < 2; i++) {
+      await p.keyboard.press("Control+ArrowRight");
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    await p.keyboard.press("Escape");
+    return next;
+  });
+  log(`ghost text before Ctrl+Right: ${JSON.stringify(partial)}`);
+  const partialLines = await phase("stats view counts the partial accept", async () => {
+    await p.locator(STATUS_ITEM).click();
+    return until("the stats view to list a partial accept", 20, async () => {
+      const lines = await editorLines(p);
+      return lines.some((l) => /^\s*partially accepted\s+[1-9]\d*$/.test(l)) ? lines : undefined;
+    });
+  });
+
+  const failure = await phase("a broken server gives one notification with the fix", async () => {
+    const broken = path.join(tmp, "broken-spec-lsp");
+    fs.writeFileSync(broken, '#!/bin/sh\necho "ImportError: pretend the venv is broken" >&2\nexit 1\n', { mode: 0o755 });
+    const file = path.join(tmp, "user-data", "User", "settings.json");
+    fs.writeFileSync(file, JSON.stringify({ ...settings(OUT), "specLsp.serverPath": broken }, null, 2));
+    // A fresh window reads the settings anew and starts the extension, as after an install gone wrong.
+    await p.keyboard.press("F1");
+    await p.locator(".quick-input-widget input").first().fill(">Developer: Reload Window");
+    await p.locator(".quick-input-list .monaco-list-row", { hasText: "Reload Window" }).first().waitFor();
+    await p.keyboard.press("Enter");
+    await p.waitForLoadState("domcontentloaded");
+    await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
+    const toasts = p.locator(".notification-toast", { hasText: "spec-lsp" });
+    const first = await until("an error notification about the server", 60, async () => {
+      const texts = (await toasts.allInnerTexts()).map(clean);
+      return texts.length ? texts : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // a second notification would have come by now
+    const texts = (await toasts.allInnerTexts()).map(clean);
+    if (texts.length !== 1) throw new Error(`expected one notification, got ${JSON.stringify(texts)}`);
+    if (!/pretend the venv is broken/.test(texts[0]) || !/Fix:/.test(texts[0])) {
+      throw new Error(`the notification lacks the cause or the fix: ${texts[0]}`);
+    }
+    await p.screenshot({ path: path.join(OUT, "vscode-broken-server.png") });
+    return first[0];
+  });
+  log(`notification: ${failure}`);
+  return { ghost, statusBar, statsLines, partialLines, failure };
 }
 
 /** On failure: what the window looked like, and every log that could say why. */
