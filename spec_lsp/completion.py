@@ -187,6 +187,9 @@ class CompletionService:
         out["running"] = sum(
             1 for live in self._live.values() if live.job.started and not live.job.future.done()
         )
+        out["streaming"] = sum(
+            1 for live in self._live.values() if live.job.streamed and not live.job.future.done()
+        )
         out["documents"] = len(self.docs)
         return out
 
