@@ -97,10 +97,15 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   retry 3 npm ci --no-audit --no-fund --loglevel=error || die "npm ci in editors/vscode"
 fi
 VSIX=$HERE/spec-lsp.vsix
-newest_src=$(find src test package.json package-lock.json tsconfig.json -newer "$VSIX" -print -quit 2>/dev/null || echo none)
+SOURCES=(src test package.json package-lock.json tsconfig.json esbuild.mjs eslint.config.mjs .vscodeignore README.md)
+newest_src=$(find "${SOURCES[@]}" -newer "$VSIX" -print -quit 2>/dev/null || echo none)
 if [[ ! -f $VSIX || -n $newest_src ]]; then
-  log "building and packaging $VSIX"
-  npm run --silent package || die "npm run package"
+  log "type-checking, linting, building and packaging $VSIX"
+  mkdir -p "$TOOLS"
+  npm run --silent package >"$TOOLS/vscode-package.log" 2>&1 || {
+    tail -40 "$TOOLS/vscode-package.log" >&2
+    die "npm run package (log: $TOOLS/vscode-package.log)"
+  }
 fi
 [[ -f $VSIX ]] || die "no $VSIX after packaging"
 
