@@ -117,8 +117,8 @@ class Tally:
     predicted_chars: int = 0
     latencies: list[float] = field(default_factory=list)
     pause_waits: list[float] = field(default_factory=list)
-    # for the plot: (t, kind) per session
-    timeline: list[list[tuple[float, float | None, str]]] = field(default_factory=list)
+    # for the plot: per session, its name and its (sent or t, arrived or None, kind) events
+    timeline: list[tuple[str, list[tuple[float, float | None, str]]]] = field(default_factory=list)
 
 
 @dataclass
@@ -160,7 +160,7 @@ class SessionAnalysis:
         for record in self.trace.requests:
             self._count_request(record)
         self.tally.predicted_chars += len(self.predicted)
-        self.tally.timeline.append(self.events)
+        self.tally.timeline.append((self.trace.name, self.events))
 
     def _index_typed_chars(self) -> None:
         count = 0

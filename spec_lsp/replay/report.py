@@ -99,7 +99,7 @@ COLORS = {"shown": "tab:green", "empty": "tab:gray", "cancelled": "tab:red", "st
 
 
 def plot(path: str | Path, runs: list[tuple[str, Tally]], window_s: float = 20.0) -> None:
-    """Latency CDFs of every run, and the first session's timeline of the first run."""
+    """Latency CDFs of every run, and the timeline of the first run's session that showed most."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -117,6 +117,7 @@ def plot(path: str | Path, runs: list[tuple[str, Tally]], window_s: float = 20.0
                 cdf.step(xs, ys, where="post", linestyle=style, label=f"{label}: {name}")
     cdf.axvline(300, color="black", linewidth=0.6, alpha=0.4)
     cdf.set_xscale("symlog", linthresh=10)
+    cdf.set_xlim(left=0)
     cdf.set_xlabel("milliseconds")
     cdf.set_ylabel("fraction")
     cdf.set_title("Latency CDF")
@@ -130,7 +131,11 @@ def plot(path: str | Path, runs: list[tuple[str, Tally]], window_s: float = 20.0
 
 def _timeline(ax: Any, run: tuple[str, Tally], window_s: float) -> None:
     label, tally = run
-    events = tally.timeline[0] if tally.timeline else []
+    name, events = max(
+        tally.timeline,
+        key=lambda item: sum(kind == "shown" for _, _, kind in item[1]),
+        default=("", []),
+    )
     keys = [t for t, _, kind in events if kind == "key" and t <= window_s]
     ax.vlines(keys, 0.0, 0.8, color="tab:blue", linewidth=0.8, label="keystroke")
     levels = {"shown": 3.0, "empty": 2.0, "cancelled": 1.5, "stale": 2.5}
@@ -145,6 +150,6 @@ def _timeline(ax: Any, run: tuple[str, Tally], window_s: float) -> None:
         ax.axhline(y, color=COLORS[kind], linewidth=0.3, alpha=0.3)
     ax.set_yticks([])
     ax.set_xlim(0, window_s)
-    ax.set_xlabel("seconds into the first session")
+    ax.set_xlabel(f"seconds into session {name}")
     ax.set_title(f"Timeline ({label}): keystrokes, requests and their answers")
     ax.legend(fontsize=8, loc="upper right", ncol=3)
