@@ -76,7 +76,7 @@ export class StatusItem implements vscode.Disposable {
         return ["$(circle-slash) spec-lsp off", "Suggestions are off (spec-lsp: Toggle suggestions)"];
     }
     const st = this.stats;
-    if (!st || st.lastLatencyMs === null || st.lastLatencyMs === undefined) {
+    if (!st || st.lastLatencyMs === null || st.lastLatencyMs === undefined || st.shown === 0) {
       return [`$(zap) spec-lsp ${s.preset}`, `Ready: ${model}`];
     }
     const accepted = st.accepted + (st.partiallyAccepted ?? 0);
