@@ -99,7 +99,9 @@ export class Server implements vscode.Disposable {
 
   async start(recordTo?: string): Promise<void> {
     this.failureShown = false;
-    this.status.setProblem(undefined);
+    this.lastStatus = undefined;
+    this.lastStats = undefined;
+    this.status.reset();
     let server: ServerCommand;
     try {
       server = resolveServer();

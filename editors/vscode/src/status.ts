@@ -32,6 +32,15 @@ export class StatusItem implements vscode.Disposable {
     this.render();
   }
 
+  /** A new server process: forget what the last one said. */
+  reset(): void {
+    this.status = undefined;
+    this.stats = undefined;
+    this.progress = undefined;
+    this.problem = undefined;
+    this.render();
+  }
+
   setStats(stats: Stats): void {
     this.stats = stats;
     this.render();

@@ -237,6 +237,22 @@ async function openFile(p: Page, name: string): Promise<void> {
   });
 }
 
+/** Runs a command from the command palette by its title. */
+async function runCommand(p: Page, title: string): Promise<void> {
+  await p.keyboard.press("F1");
+  await p.locator(".quick-input-widget input").first().fill(`>${title}`);
+  await p.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().click({ timeout: 10_000 });
+}
+
+/** Waits until the status bar says the server answered and the model is ready. */
+async function waitReady(p: Page): Promise<string> {
+  return until("the status bar to say the model is ready", 120, async () => {
+    const text = await statusText(p);
+    if (/failed|error/i.test(text)) throw new Error(`status bar says: ${text}`);
+    return text.includes(`spec-lsp ${PRESET}`) ? text : undefined;
+  });
+}
+
 /** The text of the active editor's visible lines, one string per line. */
 async function editorLines(p: Page): Promise<string[]> {
   const lines = p.locator(".editor-group-container.active .monaco-editor .view-lines .view-line");
@@ -249,6 +265,7 @@ interface Result {
   statusBar: string;
   statsLines: string[];
   partialLines: string[];
+  session: string;
   failure: string;
 }
 
@@ -283,13 +300,7 @@ async function run(): Promise<Result> {
 
   await phase("open stats.py", () => openFile(p, "stats.py"));
   // The extension starts spec-lsp on start-up; typing before the client runs would be lost on it.
-  const ready = await phase("wait for the language client and the model", () =>
-    until("the status bar to say the model is ready", 120, async () => {
-      const text = await statusText(p);
-      if (/failed|error/i.test(text)) throw new Error(`status bar says: ${text}`);
-      return text.includes(`spec-lsp ${PRESET}`) ? text : undefined;
-    }),
-  );
+  const ready = await phase("wait for the language client and the model", () => waitReady(p));
   log(`status bar: ${ready}`);
 
   const ghost = await phase("type and wait for ghost text", async () => {
@@ -361,17 +372,35 @@ async function run(): Promise<Result> {
     });
   });
 
+  const session = await phase("record a session through spec-lsp record", async () => {
+    await runCommand(p, "spec-lsp: Record a typing session");
+    await waitReady(p);
+    await openFile(p, "stats.py");
+    await p.keyboard.press("Control+End");
+    await p.keyboard.type("\n# the end\n", { delay: 40 });
+    await new Promise((r) => setTimeout(r, 1000));
+    await runCommand(p, "spec-lsp: Record a typing session"); // stops: the server restarts plain
+    await waitReady(p);
+    const dir = path.join(tmp, "workspace", ".spec-lsp", "sessions");
+    return until("a recorded session with the typing in it", 20, () => {
+      const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".jsonl")) : [];
+      if (files.length !== 1) return Promise.resolve(undefined);
+      const lines = fs.readFileSync(path.join(dir, files[0]), "utf8").split("\n").filter((l) => l.trim());
+      const header = JSON.parse(lines[0] ?? "{}") as { format?: string };
+      const typed = lines.filter((l) => l.includes("textDocument/didChange")).length >= "# the end".length;
+      return Promise.resolve(header.format === "spec-lsp-session" && typed ? `${files[0]}: ${lines.length} lines` : undefined);
+    });
+  });
+  log(`session: ${session}`);
+
   const failure = await phase("a broken server gives one notification with the fix", async () => {
     const broken = path.join(tmp, "broken-spec-lsp");
     fs.writeFileSync(broken, '#!/bin/sh\necho "ImportError: pretend the venv is broken" >&2\nexit 1\n', { mode: 0o755 });
     const file = path.join(tmp, "user-data", "User", "settings.json");
+    // Close the window, break the setting, open a fresh window: as after an install gone wrong.
+    await p.goto("about:blank");
     fs.writeFileSync(file, JSON.stringify({ ...settings(OUT), "specLsp.serverPath": broken }, null, 2));
-    // A fresh window reads the settings anew and starts the extension, as after an install gone wrong.
-    await p.keyboard.press("F1");
-    await p.locator(".quick-input-widget input").first().fill(">Developer: Reload Window");
-    await p.locator(".quick-input-list .monaco-list-row", { hasText: "Reload Window" }).first().waitFor();
-    await p.keyboard.press("Enter");
-    await p.waitForLoadState("domcontentloaded");
+    await p.goto(url, { timeout: 120_000 });
     await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
     const toasts = p.locator(".notification-toast", { hasText: "spec-lsp" });
     const first = await until("an error notification about the server", 60, async () => {
@@ -388,7 +417,7 @@ async function run(): Promise<Result> {
     return first[0];
   });
   log(`notification: ${failure}`);
-  return { ghost, statusBar, statsLines, partialLines, failure };
+  return { ghost, statusBar, statsLines, partialLines, session, failure };
 }
 
 /** On failure: what the window looked like, and every log that could say why. */
