@@ -123,8 +123,10 @@ def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
     lines = result.lines
     first = 0
     if plan.blank_line and plan.start_string is None:
-        first = next((i for i, ln in enumerate(lines) if ln.indent is not None), 0)
-        line = lines[first]
+        found = next((i for i, ln in enumerate(lines) if ln.indent is not None), None)
+        if found is None:
+            return  # only blank lines so far: the line has not begun
+        first, line = found, lines[found]
         if first and text[line.start : line.end].rstrip() == plan.next_line:
             cut.pos, cut.complete = 0, line.end < len(text)  # the line that already follows
             return

@@ -177,3 +177,12 @@ def test_comments_can_be_configured_off() -> None:
     assert svc.mode("file:///c.rs", 1, 15) == "none"
     svc.complete_in_comments = True
     assert svc.mode("file:///c.rs", 1, 15) == "single"
+
+
+def test_stop_callback_on_a_blank_line_waits_past_leading_newlines() -> None:
+    svc = SyntaxService()
+    svc.open("file:///n.py", "python", "def f(x):\n    y = 1\n    \n    return y\n")
+    stop = svc.stop_callback("file:///n.py", 2, 4, "single")
+    assert stop("\n") is None
+    assert stop("\n    y += x") is None
+    assert stop("\n    y += x\n") == len("\n    y += x")
