@@ -105,7 +105,7 @@ def plot(path: str | Path, runs: list[tuple[str, Tally]], window_s: float = 20.0
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (cdf, line) = plt.subplots(2, 1, figsize=(10, 7.5), height_ratios=(1.1, 1.0))
+    fig, (cdf, line) = plt.subplots(2, 1, figsize=(10, 8), height_ratios=(1.1, 1.0))
     for (label, tally), style in zip(runs, ("-", "--", ":"), strict=False):
         for values, name in (
             (tally.pause_waits, "pause->suggestion"),
@@ -149,7 +149,9 @@ def _timeline(ax: Any, run: tuple[str, Tally], window_s: float) -> None:
         ax.plot([], [], color=COLORS[kind], label=f"request -> {kind} answer")
         ax.axhline(y, color=COLORS[kind], linewidth=0.3, alpha=0.3)
     ax.set_yticks([])
-    ax.set_xlim(0, window_s)
+    ax.set_ylim(-0.1, 3.4)
+    last = max((arrived or sent for sent, arrived, _ in events), default=window_s)
+    ax.set_xlim(0, min(window_s, last + 0.5))
     ax.set_xlabel(f"seconds into session {name}")
     ax.set_title(f"Timeline ({label}): keystrokes, requests and their answers")
-    ax.legend(fontsize=8, loc="upper right", ncol=3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=5, frameon=False)
