@@ -23,7 +23,7 @@ editors-setup: $(STAMP)
 	@for s in editors/*/setup.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
 
 demo: setup
-	$(BIN)/spec-lsp complete examples/sample.py:26:13
+	$(BIN)/spec-lsp replay tests/sessions --preset bundled
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -195,9 +195,8 @@ def load_model(
 ) -> PreTrainedModel:
     if source.startswith("builtin:tiny"):
         layers = 2 if source.endswith("target") else 1
-        return tiny_model(layers, seed=1234 + layers, vocab_size=vocab_size or 49152).to(
-            torch.device(device)
-        )  # type: ignore[arg-type]
+        tiny = tiny_model(layers, seed=1234 + layers, vocab_size=vocab_size or 49152)
+        return cast(PreTrainedModel, cast(Any, tiny).to(device))
     try:
         if random_config is not None:  # --random-weights: the architecture only, no weights
             config_path = MODELS_DIR / random_config
