@@ -70,9 +70,12 @@ class _MalformedRequest:
 
 
 class SpecProtocol(LanguageServerProtocol):
-    """Answers a request with malformed params with InvalidParams instead of dropping it."""
+    """Answers a request with malformed params with InvalidParams instead of dropping it, and
+    accepts messages without `params` (JSON-RPC lets them be omitted; pygls requires the key)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        if isinstance(data, dict) and "method" in data and "params" not in data:
+            data = {**data, "params": None}
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -191,9 +194,17 @@ def _supports_progress(caps: types.ClientCapabilities) -> bool:
 
 
 def _param(params: Any, key: str) -> Any:
+    """`params[key]` for dict or attribute params; None when params are missing or null."""
+    if params is None:
+        return None
     if isinstance(params, dict):
         return params.get(key)
     return getattr(params, key, None)
+
+
+def _suggestion_id(params: Any) -> str | None:
+    sid = _param(params, "id")
+    return None if sid is None else str(sid)
 
 
 # -- conversions --------------------------------------------------------------------------------
@@ -309,24 +320,27 @@ def build_server(
 
     @server.command(ACCEPT_COMMAND)
     def did_accept_command(ls: SpecServer, *args: Any) -> None:
-        if ls.service is not None and args:
-            ls.service.did_accept(str(_param(args[0], "id")))
+        sid = _suggestion_id(args[0]) if args else None
+        if ls.service is not None and sid is not None:
+            ls.service.did_accept(sid)
 
     @server.feature(DID_SHOW)
     def spec_lsp_did_show_completion(ls: SpecServer, params: Any) -> None:
-        if ls.service is not None:
-            ls.service.did_show(str(_param(params, "id")))
+        sid = _suggestion_id(params)
+        if ls.service is not None and sid is not None:
+            ls.service.did_show(sid)
 
     @server.feature(DID_ACCEPT)
     def spec_lsp_did_accept_completion(ls: SpecServer, params: Any) -> None:
-        if ls.service is not None:
-            ls.service.did_accept(str(_param(params, "id")))
+        sid = _suggestion_id(params)
+        if ls.service is not None and sid is not None:
+            ls.service.did_accept(sid)
 
     @server.feature(DID_PARTIALLY_ACCEPT)
     def spec_lsp_did_partially_accept_completion(ls: SpecServer, params: Any) -> None:
-        length = _param(params, "acceptedLength")
-        if ls.service is not None and isinstance(length, int):
-            ls.service.did_partially_accept(str(_param(params, "id")), length)
+        sid, length = _suggestion_id(params), _param(params, "acceptedLength")
+        if ls.service is not None and sid is not None and isinstance(length, int):
+            ls.service.did_partially_accept(sid, length)
 
     @server.feature(STATS)
     def spec_lsp_stats(ls: SpecServer, params: Any) -> dict[str, Any]:

@@ -123,9 +123,14 @@ def send_now(client: LanguageClient, method: str, params: Any, msg_id: str | Non
     return JsonRPCProtocol.send_request_async(client.protocol, method, params, msg_id)
 
 
+NO_PARAMS = object()  # send_raw(..., NO_PARAMS): a message without a "params" key
+
+
 def send_raw(client: LanguageClient, method: str, params: Any, msg_id: str | None = None) -> Any:
     """Writes a message whose params need not type-check (for malformed input tests)."""
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not NO_PARAMS:
+        message["params"] = params
     future: Any = None
     if msg_id is not None:
         message["id"] = msg_id

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from lsp_helpers import (
+    NO_PARAMS,
+    _plain,
     configure,
     delta,
     doc_uri,
@@ -296,3 +298,27 @@ async def test_malformed_params_and_unknown_methods_get_errors_and_the_server_st
         await request(client, "spec-lsp/noSuchMethod", {})
     send_raw(client, types.TEXT_DOCUMENT_DID_CHANGE, {"textDocument": {"uri": 3}})
     assert _get(await request(client, "spec-lsp/status"), "state") == "ready"
+
+
+@pytest.mark.parametrize("params", [NO_PARAMS, None], ids=["missing", "null"])
+async def test_custom_methods_accept_missing_or_null_params(
+    client: LanguageClient, params: Any
+) -> None:
+    tag = f"{id(client)}-{params is None}"
+    status = _plain(
+        await asyncio.wait_for(send_raw(client, "spec-lsp/status", params, f"st-{tag}"), 60)
+    )
+    assert status["state"] == "ready"
+    got = _plain(
+        await asyncio.wait_for(send_raw(client, "spec-lsp/stats", params, f"sx-{tag}"), 60)
+    )
+    assert got["model"]["state"] == "ready" and isinstance(got["requests"], int)
+    before = await stats(client)
+    for method in (
+        "spec-lsp/didShowCompletion",
+        "spec-lsp/didAcceptCompletion",
+        "spec-lsp/didPartiallyAcceptCompletion",
+    ):
+        send_raw(client, method, params)
+    after = await stats(client)  # answered after the notifications: they were handled, no crash
+    assert after["shown"] == before["shown"] and after["accepted"] == before["accepted"]
