@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore, Encoding
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
-from spec_lsp.prompt import PromptBuilder
+from spec_lsp.prompt import PromptBuilder, unlead
 from spec_lsp.stats import ServerStats
-from spec_lsp.syntax_adapter import Syntax
+from spec_lsp.syntax_adapter import StopFn, Syntax
 from spec_lsp.worker import InferenceWorker, Job
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,13 @@ class _Live:
     version: int
     pos: tuple[int, int]
     mode: str
+    lead: str = ""  # typed text the prompt left out; the model's text begins with it
     settled: bool = False
+
+    @property
+    def streamed(self) -> str | None:
+        """What the generation has streamed for the cursor (None: it does not begin with lead)."""
+        return unlead(self.job.streamed, self.lead)
 
 
 class CompletionService:
@@ -145,7 +151,8 @@ class CompletionService:
         inside = len(text) >= len(a.prefix) + len(a.suffix)
         if inside and text.startswith(a.prefix) and text.endswith(a.suffix):
             typed = text[len(a.prefix) : len(text) - len(a.suffix)]
-            if live.job.streamed.startswith(typed):
+            streamed = live.streamed
+            if streamed is not None and streamed.startswith(typed):
                 return  # the model already wrote what was typed: let it go on
         live.job.cancel()
 
@@ -278,7 +285,7 @@ class CompletionService:
             return ""
         context = self.syntax.context(uri, *pos)
         prompt = self._prompts.build(uri, doc.lines, pos[0], pos[1], context)
-        key = (prompt.text, mode, self.options.max_tokens, self.options.speculation)
+        key = (prompt.text, prompt.lead, mode, self.options.max_tokens, self.options.speculation)
         if key in self._cache and self.options.temperature == 0:
             self._cache.move_to_end(key)
             self.stats.cache_hits += 1
@@ -291,8 +298,9 @@ class CompletionService:
         if not self._current(doc, version, seq):
             self.stats.cancelled += 1
             return ""
-        stop = self.syntax.stop_callback(uri, *pos, mode)
+        stop = _after_lead(self.syntax.stop_callback(uri, *pos, mode), prompt.lead)
         live = self._start(doc, prompt.text, stop, Anchor(prefix, suffix, ""), pos, mode)
+        live.lead = prompt.lead
         result = await self._wait(live.job)
         if result is None:
             return ""
@@ -323,8 +331,8 @@ class CompletionService:
         a = live.anchor
         if suffix != a.suffix or not prefix.startswith(a.prefix):
             return None
-        typed = prefix[len(a.prefix) :]
-        if not live.job.streamed.startswith(typed) or len(live.job.streamed) <= len(typed):
+        typed, streamed = prefix[len(a.prefix) :], live.streamed
+        if streamed is None or not streamed.startswith(typed) or len(streamed) <= len(typed):
             return None
         result = await self._wait(live.job, owner=False)
         if result is None:
@@ -340,7 +348,7 @@ class CompletionService:
         self,
         doc: Document,
         prompt: str,
-        stop: object,
+        stop: StopFn | None,
         anchor: Anchor,
         pos: tuple[int, int],
         mode: str,
@@ -354,7 +362,7 @@ class CompletionService:
             doc_id=doc.uri,
             max_new_tokens=o.max_tokens,
             temperature=o.temperature,
-            stop_callback=stop if callable(stop) else None,
+            stop_callback=stop,
             cancel=CancelToken(),
             method=None if o.speculation == "auto" else o.speculation,  # type: ignore[arg-type]
             reuse_kv=o.kv_reuse,
@@ -400,12 +408,13 @@ class CompletionService:
             return live.anchor.text
         live.settled = True
         a = live.anchor
-        if doc is not None and doc.version == live.version and self.docs.get(doc.uri) is doc:
-            text = self.syntax.trim(doc.uri, *live.pos, result.text, live.mode)
-        elif doc is not None:
-            text = self.syntax.trim_text(doc.language_id, a.prefix, a.suffix, result.text)
-        else:
+        raw = unlead(result.text, live.lead)  # the text for the cursor, after the typed lead
+        if not raw or doc is None:
             text = None
+        elif doc.version == live.version and self.docs.get(doc.uri) is doc:
+            text = self.syntax.trim(doc.uri, *live.pos, raw, live.mode)
+        else:
+            text = self.syntax.trim_text(doc.language_id, a.prefix, a.suffix, raw)
         a.text = text or ""
         uri = live.job.request.doc_id or ""
         if self._live.get(uri) is live:
@@ -444,3 +453,21 @@ class CompletionService:
         if gap_ms is None or model_ms is None or gap_ms >= model_ms:
             return 0.0
         return min(0.5 * gap_ms, 0.5 * model_ms, MAX_ADAPTIVE_DEBOUNCE_MS) / 1000
+
+
+def _after_lead(stop: StopFn | None, lead: str) -> StopFn | None:
+    """`stop` applied to the text after `lead`; stops at once when the text does not begin with
+    it (the suggestion would be dropped anyway)."""
+    if not lead:
+        return stop
+
+    def stop_after_lead(text: str) -> int | None:
+        rest = unlead(text, lead)
+        if rest is None:
+            return 0
+        if stop is None or not rest:
+            return None
+        keep = stop(rest)
+        return None if keep is None else keep + len(lead)
+
+    return stop_after_lead

@@ -11,6 +11,15 @@ LSP, torch or tree-sitter. Two rules keep the engine's per-document KV cache use
   starts on a line boundary that only moves in jumps (a quarter of the budget at a time), and the
   context (imports, enclosing scope headers) is placed first and only when the window does not
   already start at the top of the file.
+
+One rule keeps BPE tokenizers from seeing a token boundary the model never saw in training. A
+GPT-2-style pre-tokenizer splits "\n    return" as "\n   " + " return": the last space of an
+indentation belongs to the next word. A prompt ending in "\n    " (the cursor after indentation on
+an empty line) thus ends in a token that, in training, is followed by a newline, not by code, and
+the model answers with a blank line or " return" (one space too many). For the prefix-only layout
+the prompt leaves out that last whitespace character (`Prompt.lead`); the completion must begin
+with it, and it is removed from what is suggested (`unlead`). FIM layouts tokenize prefix and
+middle separately in training, so they keep the prefix whole.
 """
 
 from __future__ import annotations
@@ -83,6 +92,21 @@ class Prompt:
     text: str
     window_start: int  # first line of the prefix window
     context_used: bool
+    lead: str = ""  # typed text left out of the prompt: the model's completion must begin with it
+
+
+def indentation_lead(line_before_cursor: str) -> str:
+    """The last character of an indentation-only line before the cursor ("" otherwise)."""
+    if line_before_cursor and not line_before_cursor.strip(" \t"):
+        return line_before_cursor[-1]
+    return ""
+
+
+def unlead(completion: str, lead: str) -> str | None:
+    """`completion` without `lead`: "" while it is still a prefix of `lead`, None if it differs."""
+    if completion.startswith(lead):
+        return completion[len(lead) :]
+    return "" if lead.startswith(completion) else None
 
 
 class PromptBuilder:
@@ -99,7 +123,8 @@ class PromptBuilder:
     def build(self, doc_id: str, lines: list[str], row: int, col: int, context: str = "") -> Prompt:
         """`lines` without terminators (joined by "\\n"); (row, col) in characters."""
         start = self._window_start(doc_id, lines, row, col)
-        prefix = "\n".join(lines[start:row] + [lines[row][:col]])
+        lead = indentation_lead(lines[row][:col]) if self.template.layout == "prefix" else ""
+        prefix = "\n".join(lines[start:row] + [lines[row][: col - len(lead)]])
         context_used = False
         if start > 0 and context:
             header = _dedupe_context(context, lines[start:row])
@@ -107,7 +132,7 @@ class PromptBuilder:
                 prefix = header + prefix
                 context_used = True
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
-        return Prompt(self.template.render(prefix, suffix), start, context_used)
+        return Prompt(self.template.render(prefix, suffix), start, context_used, lead)
 
     def _window_start(self, doc_id: str, lines: list[str], row: int, col: int) -> int:
         limit = self.budget.prefix_chars

@@ -178,3 +178,84 @@ async def test_debounce_waits_only_while_requests_come_faster_than_the_model() -
     assert 0 < service._debounce_s(60.0) <= 0.1
     service.options = Options(debounce_ms=250)
     assert service._debounce_s(None) == 0.25
+
+
+# -- the cursor after indentation on an empty line -------------------------------------------------
+
+
+def applied(service: CompletionService, row: int, col: int, text: str) -> str:
+    """The document's text once `text` is inserted at (row, col), as the client would."""
+    doc = service.docs.get(URI)
+    assert doc is not None
+    lines = list(doc.lines)
+    lines[row] = lines[row][:col] + text + lines[row][col:]
+    return "\n".join(lines)
+
+
+async def test_after_indentation_the_prompt_ends_before_its_last_space_and_it_is_not_repeated() -> (
+    None
+):
+    # A BPE model continues "def f(x):\n   " with " return x" (the space belongs to the word).
+    backend = ScriptedBackend(" return x")
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "def f(x):\n    ")
+    suggestion = await service.complete(URI, 1, 4, "utf-16")
+    assert backend.calls[0].prompt == "def f(x):\n   "
+    assert suggestion is not None and suggestion.text == "return x"
+    assert applied(service, 1, 4, suggestion.text) == "def f(x):\n    return x"
+
+
+async def test_deeper_indentation_from_the_model_keeps_only_what_was_not_typed() -> None:
+    backend = ScriptedBackend("     return x")  # the model indents one level deeper
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "if a:\n    ")
+    suggestion = await service.complete(URI, 1, 4, "utf-16")
+    assert suggestion is not None
+    assert applied(service, 1, 4, suggestion.text) == "if a:\n        return x"
+
+
+async def test_a_completion_that_does_not_begin_with_the_typed_indentation_is_dropped_at_once() -> (
+    None
+):
+    backend = ScriptedBackend("\nprint(x)\nprint(y)")  # would leave a line of blanks behind
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "def f(x):\n    ")
+    assert await service.complete(URI, 1, 4, "utf-16") is None
+    assert service.stats.generated == 1
+    # the stop callback ended the generation on its first character
+    stop = backend.calls[0].stop_callback
+    assert stop is not None and stop("\n") == 0
+
+
+async def test_typing_through_a_suggestion_made_after_indentation() -> None:
+    backend = ScriptedBackend(" return x")
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "def f(x):\n    ")
+    first = await service.complete(URI, 1, 4, "utf-16")
+    assert first is not None and first.text == "return x"
+    type_text(service, 2, "re")
+    again = await service.complete(URI, *end(service), "utf-16")
+    assert again is not None and again.text == "turn x"
+    assert len(backend.calls) == 1 and service.stats.typed_through == 1
+
+
+async def test_typing_through_the_pending_generation_after_indentation() -> None:
+    backend = ScriptedBackend(" return x")
+    service = await service_with(backend)
+    service.did_open(URI, "python", 1, "def f(x):\n    ")
+    first = asyncio.ensure_future(service.complete(URI, 1, 4, "utf-16"))
+    await wait_event(backend.started)
+    backend.release(4)
+    await streamed(service, 4)  # " ret": "ret" for the cursor
+    type_text(service, 2, "re")  # types through it: the generation goes on
+    second = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    backend.free_running = True
+    backend.release(100)
+    assert await asyncio.wait_for(first, WAIT_S) is None  # for an outdated version
+    result = await asyncio.wait_for(second, WAIT_S)
+    assert result is not None and result.text == "turn x"
+    assert len(backend.calls) == 1 and service.stats.cancelled == 0

@@ -55,3 +55,14 @@ async def test_bundled_typing_through_reuses_the_suggestion_without_a_model_call
     after = await stats(bundled_client)
     assert again is not None and [i.insert_text for i in again.items] == [suggestion[1:]]
     assert after["generated"] == before["generated"]
+
+
+async def test_bundled_suggestion_after_indentation_adds_no_extra_blank(
+    bundled_client: LanguageClient,
+) -> None:
+    uri = doc_uri("bundled_indent.py")
+    open_doc(bundled_client, uri, "def add(a, b):\n    ")
+    result = await inline(bundled_client, uri, 1, 4)
+    assert result is not None and len(result.items) == 1
+    text = result.items[0].insert_text
+    assert isinstance(text, str) and text.strip() and not text[0].isspace(), repr(text)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from spec_lsp.config import Options, merge, settings_section, to_wire
 from spec_lsp.documents import Document, col_from_units, units_len
-from spec_lsp.prompt import TEMPLATES, PromptBuilder
+from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, unlead
 
 # -- options ---------------------------------------------------------------------------------
 
@@ -122,3 +122,26 @@ def test_context_is_added_only_when_the_window_does_not_start_at_the_top() -> No
     assert short.text == "x = 1\ny = " and not short.context_used
     long = builder.build("b", _lines(1000), 999, 3, context="import os")
     assert long.context_used and long.text.startswith("import os\n")
+
+
+def test_after_indentation_only_the_prefix_layout_leaves_the_last_blank_out_of_the_prompt() -> None:
+    lines = ["def f(x):", "    "]
+    plain = PromptBuilder("none", context_tokens=256, max_new_tokens=16).build("a", lines, 1, 4)
+    assert (plain.text, plain.lead) == ("def f(x):\n   ", " ")
+    tabs = PromptBuilder("none", 256, 16).build("b", ["if a:", "\t\t"], 1, 2)
+    assert (tabs.text, tabs.lead) == ("if a:\n\t", "\t")
+    fim = PromptBuilder("qwen", context_tokens=256, max_new_tokens=16).build("c", lines, 1, 4)
+    assert fim.lead == "" and "def f(x):\n    <|fim_suffix|>" in fim.text
+
+
+def test_blanks_after_code_on_the_line_or_at_column_0_are_kept_in_the_prompt() -> None:
+    builder = PromptBuilder("none", context_tokens=256, max_new_tokens=16)
+    assert builder.build("a", ["x = "], 0, 4) == Prompt("x = ", 0, False, "")
+    assert builder.build("b", ["def f():", ""], 1, 0).lead == ""
+
+
+def test_unlead_removes_the_typed_lead_or_says_the_completion_differs() -> None:
+    assert unlead(" return x", " ") == "return x"
+    assert unlead("", " ") == ""
+    assert unlead("\nx", " ") is None
+    assert unlead("abc", "") == "abc"
