@@ -29,7 +29,16 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--out", required=True, help="output directory for the draft, checkpoint and report"
     )
-    p.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
+    p.add_argument(
+        "--arch",
+        choices=("head", "decoder"),
+        default="head",
+        help="head: a one-layer feature head that drafts from the target's hidden states "
+        "(EAGLE-style, the default); decoder: a small decoder over the target's embeddings",
+    )
+    p.add_argument(
+        "--steps", type=int, default=None, help="training steps (default: head 1500, decoder 600)"
+    )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layers", type=int, default=2, help="decoder layers of the draft (default 2)")
@@ -37,7 +46,13 @@ def register(subparsers: Any) -> None:
         "--draft-vocab", type=int, default=4096, help="size of the draft's output vocabulary"
     )
     p.add_argument("--seq-len", type=int, default=256)
-    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--batch", type=int, default=None, help="windows per step (head 4, decoder 8)")
+    p.add_argument(
+        "--windows",
+        type=int,
+        default=768,
+        help="head: training windows whose target features are recorded (default 768)",
+    )
     p.add_argument(
         "--teacher-rows", type=int, default=2, help="windows per batch scored by the target"
     )
@@ -79,16 +94,18 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.arch == "head":
+        return run_head(args)
     cfg = DistillConfig(
         target=args.target,
         corpus=list(args.corpus),
         out=args.out,
-        steps=args.steps,
+        steps=args.steps or 600,
         seed=args.seed,
         layers=args.layers,
         draft_vocab=args.draft_vocab,
         seq_len=args.seq_len,
-        batch=args.batch,
+        batch=args.batch or 8,
         teacher_rows=args.teacher_rows,
         lr=args.lr,
     )
@@ -116,6 +133,72 @@ def run(args: argparse.Namespace) -> int:
         from spec_lsp.distill.report import write_report
 
         report = write_report(Path(args.out), teacher, source, state.history)
+    except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
+        print(f"spec-lsp distill: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report["summary"], indent=2))
+    return 0
+
+
+def _teacher(args: argparse.Namespace) -> tuple[Any, str]:
+    import torch
+
+    from spec_lsp.distill.train import Teacher, vocab_fingerprint
+    from spec_lsp.engine.loading import load_model, load_tokenizer, pick_device
+
+    source, _ = _resolve_target(args.target)
+    device = pick_device(args.device)
+    tokenizer = load_tokenizer(source, args.trust_remote_code)
+    model = load_model(source, device, torch.float32, args.trust_remote_code)
+    model.requires_grad_(False)
+    return Teacher(model, tokenizer, vocab_fingerprint(tokenizer)), source
+
+
+def run_head(args: argparse.Namespace) -> int:
+    """`--arch head`: record the target's features, train the head, write it and its report."""
+    from tqdm import tqdm
+
+    from spec_lsp.distill.corpus import CorpusError
+    from spec_lsp.distill.head_train import HeadConfig, distill_head
+    from spec_lsp.distill.train import DistillError
+    from spec_lsp.engine.loading import ModelLoadError
+    from spec_lsp.presets import PresetError
+
+    cfg = HeadConfig(
+        target=args.target,
+        corpus=list(args.corpus),
+        out=args.out,
+        steps=args.steps or 1500,
+        seed=args.seed,
+        draft_vocab=args.draft_vocab,
+        seq_len=args.seq_len,
+        batch=args.batch or 4,
+        windows=args.windows,
+        lr=args.lr,
+    )
+    bars: dict[str, Any] = {}
+    try:
+        teacher, source = _teacher(args)
+
+        def progress(stage: str, done: int, total: int, record: dict[str, float]) -> None:
+            bar = bars.get(stage)
+            if bar is None:
+                unit = "step" if stage == "train" else "window"
+                bar = bars[stage] = tqdm(total=total, desc=stage, unit=unit, mininterval=5.0)
+            bar.n = done
+            shown = {k: round(v, 3) for k, v in record.items() if k in ("loss", "agreement")}
+            if shown:
+                bar.set_postfix(shown, refresh=False)
+            bar.refresh()
+
+        state = distill_head(cfg, teacher, source, progress)
+        for bar in bars.values():
+            bar.close()
+        if args.no_report:
+            return 0
+        from spec_lsp.distill.report import write_head_report
+
+        report = write_head_report(Path(args.out), teacher, source, state.history)
     except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
         print(f"spec-lsp distill: {exc}", file=sys.stderr)
         return 1

@@ -72,7 +72,7 @@ def engine_figures(
     figures: dict[str, Any] = {}
     outputs: dict[str, list[list[int]]] = {}
     for method in ("off", "draft"):
-        gen = ms = proposed = accepted = rounds = 0.0
+        gen = ms = proposed = accepted = rounds = rejections = 0.0
         outputs[method] = []
         for prompt in prompts:
             req = GenerationRequest(prompt=prompt, max_new_tokens=max_new_tokens, method=method)
@@ -83,11 +83,13 @@ def engine_figures(
             ms += s.total_ms - s.prefill_ms
             proposed += s.proposed_tokens
             accepted += s.accepted_tokens
+            rejections += s.rejections
             rounds += max(0, s.target_forwards - 1)
         figures[method] = {
             "tokens": int(gen),
             "decode_tokens_per_s": gen / (ms / 1000) if ms > 0 else 0.0,
             "acceptance": accepted / proposed if proposed else None,
+            "token_acceptance": accepted / (accepted + rejections) if proposed else None,
             "mean_draft_len": proposed / rounds if rounds else 0.0,
         }
     figures["identical_outputs"] = outputs["off"] == outputs["draft"]
@@ -95,9 +97,49 @@ def engine_figures(
 
 
 def heldout_prompts(out: Path, tokenizer: Any, count: int) -> list[str]:
-    saved = torch.load(out / "cache" / "heldout.pt")
-    inputs = saved["inputs"][:count, :PROMPT_TOKENS]
-    return [str(tokenizer.decode(row.tolist())) for row in inputs]
+    """The first PROMPT_TOKENS tokens of the first held-out windows (files never trained on)."""
+    if (out / "cache" / "heldout.pt").exists():
+        inputs = torch.load(out / "cache" / "heldout.pt")["inputs"]
+    else:
+        from spec_lsp.distill.corpus import windows
+
+        inputs = windows(torch.load(out / "cache" / "corpus.pt")["heldout"], PROMPT_TOKENS)
+    return [str(tokenizer.decode(row.tolist())) for row in inputs[:count, :PROMPT_TOKENS]]
+
+
+@torch.inference_mode()
+def head_cost_ratio(
+    target: Any, head: Any, prompt: list[int], tokens: int = 24
+) -> dict[str, float]:
+    """Median ms of one target decode step and of one head draft step (one pair, KV cache on),
+    timed alternately so that a loaded machine slows both alike."""
+    from spec_lsp.distill.head import HeadState
+    from spec_lsp.engine.cache import ModelState
+
+    t_state = ModelState(target, features=True)
+    seq = list(prompt)
+    t_state.advance(seq)
+    h_state = HeadState(head)
+    assert t_state.features is not None
+    feature = h_state.step(t_state.features[:-1], seq[1:], 0)
+    t_ms: list[float] = []
+    h_ms: list[float] = []
+    for i in range(tokens):
+        seq = seq + [prompt[i % len(prompt)]]
+        t0 = time.perf_counter()
+        t_state.advance(seq)
+        t1 = time.perf_counter()
+        feature = h_state.step(feature[None], [seq[-1]], h_state.pairs)
+        int(head.restricted_logits(feature).argmax())
+        t2 = time.perf_counter()
+        t_ms.append((t1 - t0) * 1000)
+        h_ms.append((t2 - t1) * 1000)
+    target_ms, head_ms = statistics.median(t_ms), statistics.median(h_ms)
+    return {
+        "target_ms_per_token": target_ms,
+        "draft_ms_per_token": head_ms,
+        "c": head_ms / target_ms,
+    }
 
 
 def write_report(
@@ -118,8 +160,46 @@ def write_report(
     first = list(teacher.tokenizer(texts[0], add_special_tokens=False)["input_ids"])
     cost = cost_ratio(target, draft, first)
     engine = engine_figures(target, teacher.tokenizer, draft, texts, max_new_tokens)
+    report = summarize(draft, target, source, history, cost, engine)
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def write_head_report(
+    out: Path,
+    teacher: Any,
+    source: str,
+    history: list[dict[str, float]],
+    prompts: int = 6,
+    max_new_tokens: int = 32,
+) -> dict[str, Any]:
+    """Measures the feature head written in `out` against the target; writes `out/report.json`."""
+    from spec_lsp.distill.head import load_head
+
+    target = teacher.model
+    head = load_head(out, target.get_input_embeddings().weight.detach()).to(target.device)
+    texts = heldout_prompts(out, teacher.tokenizer, prompts)
+    first = list(teacher.tokenizer(texts[0], add_special_tokens=False)["input_ids"])
+    cost = head_cost_ratio(target, head, first)
+    engine = engine_figures(target, teacher.tokenizer, head, texts, max_new_tokens)
+    report = summarize(head, target, source, history, cost, engine)
+    report["summary"]["heldout_agreement_second"] = next(
+        (h["agreement2"] for h in reversed(history) if "agreement2" in h), None
+    )
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def summarize(
+    draft: Any,
+    target: Any,
+    source: str,
+    history: list[dict[str, float]],
+    cost: dict[str, float],
+    engine: dict[str, Any],
+) -> dict[str, Any]:
     evals = [h["agreement"] for h in history if "agreement" in h]
-    a = engine["draft"]["acceptance"] or 0.0
+    a = engine["draft"]["token_acceptance"] or 0.0
     g = engine["draft"]["mean_draft_len"]
     off_tps = engine["off"]["decode_tokens_per_s"]
     summary = {
@@ -131,7 +211,8 @@ def write_report(
         "steps": int(history[-1].get("step", 0)) if history else 0,
         "heldout_agreement_initial": evals[0] if evals else None,
         "heldout_agreement": evals[-1] if evals else None,
-        "engine_acceptance": a,
+        "engine_acceptance": engine["draft"]["acceptance"],
+        "token_acceptance": a,
         "mean_draft_len": g,
         "c": cost["c"],
         "expected_speedup": expected_speedup(a, g, cost["c"]),
@@ -139,6 +220,4 @@ def write_report(
         "identical_outputs": engine["identical_outputs"],
         "device": str(target.device),
     }
-    report = {"summary": summary, "cost": cost, "engine": engine, "history": history}
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    return report
+    return {"summary": summary, "cost": cost, "engine": engine, "history": history}

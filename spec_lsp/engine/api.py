@@ -64,6 +64,7 @@ class GenerationStats:
     target_forwards: int = 0
     proposed_tokens: int = 0
     accepted_tokens: int = 0
+    rejections: int = 0  # draft rounds that ended on a rejected token
     method: str = "off"
     stop_reason: str = ""  # max_tokens | eos | stop_string | callback | cancelled
     tokens_per_s: float = 0.0
@@ -72,9 +73,17 @@ class GenerationStats:
     def acceptance(self) -> float | None:
         return self.accepted_tokens / self.proposed_tokens if self.proposed_tokens else None
 
+    @property
+    def token_acceptance(self) -> float | None:
+        """Chance that a drafted token is accepted given that the ones before it were: the
+        per-token rate `a` of the speedup formula (accepted / (accepted + rejections))."""
+        seen = self.accepted_tokens + self.rejections
+        return self.accepted_tokens / seen if seen else None
+
     def to_dict(self) -> dict[str, object]:
         d: dict[str, object] = asdict(self)
         d["acceptance"] = self.acceptance
+        d["token_acceptance"] = self.token_acceptance
         return d
 
 

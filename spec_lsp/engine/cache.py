@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
@@ -40,11 +41,31 @@ class Advance:
     fed: int  # tokens run through the model
 
 
-class ModelState:
-    """One model's KV cache and the token ids it covers."""
+def _feature_hook(module: torch.nn.Module, args: object, output: object) -> None:
+    hidden = getattr(output, "last_hidden_state", None)
+    if hidden is None and isinstance(output, tuple):
+        hidden = output[0]
+    module._spec_lsp_features = hidden  # type: ignore[assignment]
 
-    def __init__(self, model: PreTrainedModel) -> None:
+
+def enable_features(model: PreTrainedModel) -> torch.nn.Module:
+    """Makes every forward of `model` record its final (normed) hidden states, all positions, on
+    its base model (one hook per model, however many states use it); returns the base model."""
+    base: torch.nn.Module = model.base_model
+    if not getattr(base, "_spec_lsp_hooked", False):
+        base.register_forward_hook(_feature_hook)
+        base._spec_lsp_hooked = True  # type: ignore[assignment]
+    return base
+
+
+class ModelState:
+    """One model's KV cache and the token ids it covers; with `features`, also the model's final
+    hidden state at every covered position (what a feature draft head reads)."""
+
+    def __init__(self, model: PreTrainedModel, features: bool = False) -> None:
         self.model = model
+        self._base = enable_features(model) if features else None
+        self.features: torch.Tensor | None = None  # [len(tokens), H] when tracked
         # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -57,6 +78,7 @@ class ModelState:
     def reset(self) -> None:
         self.cache = None
         self.tokens = []
+        self.features = None
 
     def truncate(self, length: int) -> None:
         """Keeps the first `length` cached tokens (rollback)."""
@@ -67,6 +89,8 @@ class ModelState:
             return
         self.cache.crop(-(len(self.tokens) - length))  # transformers 5: a negative count
         self.tokens = self.tokens[:length]
+        if self.features is not None:
+            self.features = self.features[:length]
 
     @torch.inference_mode()
     def advance(self, tokens: list[int], keep: int = 1, hidden: bool = False) -> Advance:
@@ -90,16 +114,28 @@ class ModelState:
             output_hidden_states=hidden,
         )
         self.tokens = list(tokens)
+        if self._base is not None:
+            new = self._base._spec_lsp_features[0].detach()  # type: ignore[index]
+            kept = self.features[:reuse] if self.features is not None and reuse > 0 else None
+            self.features = new if kept is None else torch.cat([kept, new])
         last_hidden = out.hidden_states[-1][0, -keep:] if hidden else None
         return Advance(
             logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
         )
 
 
+class DraftState(Protocol):
+    """A draft's per-document state: a `ModelState`, or a feature head's state."""
+
+    def __len__(self) -> int: ...
+
+    def reset(self) -> None: ...
+
+
 @dataclass
 class DocState:
     target: ModelState
-    draft: ModelState | None
+    draft: DraftState | None
 
     def cached_tokens(self) -> int:
         return len(self.target) + (len(self.draft) if self.draft is not None else 0)

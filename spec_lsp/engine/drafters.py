@@ -5,7 +5,9 @@
   identifiers, call shapes and whole lines.
 - `ModelDrafter`: a small draft model sharing the target's vocabulary, run autoregressively on its
   own per-document KV state. Stops early when its confidence drops.
-- `CombinedDrafter`: n-gram first, the draft model when lookup finds nothing.
+- `HeadDrafter`: a feature draft head (EAGLE-style, `spec_lsp.distill.head`) that reads the
+  target's own last hidden states, recorded by the target's `ModelState`, and extrapolates them.
+- `CombinedDrafter`: n-gram first, the draft model (or head) when lookup finds nothing.
 
 `AdaptiveK` grows the draft length after fully accepted drafts and shrinks it after rejections.
 """
@@ -17,7 +19,8 @@ from typing import Protocol
 
 import torch
 
-from spec_lsp.engine.cache import ModelState
+from spec_lsp.distill.head import HeadState, SpecHead
+from spec_lsp.engine.cache import DraftState, ModelState, common_prefix_len
 from spec_lsp.engine.verify import probs_from_logits
 
 
@@ -35,7 +38,7 @@ class Drafter(Protocol):
         self,
         context: list[int],
         k: int,
-        draft_state: ModelState | None,
+        draft_state: DraftState | None,
         temperature: float,
         generator: torch.Generator | None,
     ) -> Proposal: ...
@@ -81,7 +84,7 @@ class NgramDrafter:
         self,
         context: list[int],
         k: int,
-        draft_state: ModelState | None,
+        draft_state: DraftState | None,
         temperature: float,
         generator: torch.Generator | None,
     ) -> Proposal:
@@ -98,11 +101,11 @@ class ModelDrafter:
         self,
         context: list[int],
         k: int,
-        draft_state: ModelState | None,
+        draft_state: DraftState | None,
         temperature: float,
         generator: torch.Generator | None,
     ) -> Proposal:
-        if draft_state is None or k <= 0:
+        if not isinstance(draft_state, ModelState) or k <= 0:
             return Proposal([], None, self.name)
         tokens: list[int] = []
         dists: list[torch.Tensor] = []
@@ -125,17 +128,92 @@ class ModelDrafter:
         return Proposal(tokens, probs, self.name)
 
 
+class HeadDraftState(HeadState):
+    """A document's head state and the target state whose features it reads."""
+
+    def __init__(self, head: SpecHead, target: ModelState) -> None:
+        super().__init__(head)
+        self.target = target
+
+
+class HeadDrafter:
+    """Drafts with a feature head. Pair i of the head is (target feature f_i, token x_{i+1}); the
+    pairs whose tokens and features are unchanged since the last call stay in the head's cache,
+    the new ones (the tokens accepted since) run in one step, then each further draft token feeds
+    the head's own predicted feature back in. Predicted pairs are dropped afterwards."""
+
+    name = "draft"
+
+    def __init__(self, min_confidence: float = 0.3) -> None:
+        self.min_confidence = min_confidence
+
+    @torch.inference_mode()
+    def propose(
+        self,
+        context: list[int],
+        k: int,
+        draft_state: DraftState | None,
+        temperature: float,
+        generator: torch.Generator | None,
+    ) -> Proposal:
+        state = draft_state
+        if not isinstance(state, HeadDraftState) or k <= 0:
+            return Proposal([], None, self.name)
+        target = state.target
+        feats = target.features
+        if feats is None:
+            return Proposal([], None, self.name)
+        known = min(common_prefix_len(target.tokens, context), int(feats.shape[0]))
+        pairs = min(known, len(context) - 1)
+        # The last pair must be (f of the second-to-last token, the last token): the target's
+        # features reach every context position but the last, whose token it has not seen yet.
+        if pairs <= 0 or pairs != len(context) - 1:
+            return Proposal([], None, self.name)
+        valid = min(max(0, common_prefix_len(state.tokens, context) - 1), state.pairs, pairs - 1)
+        state.crop(valid)
+        if valid == 0:
+            state.reset()
+        head = state.head
+        predicted = state.step(feats[valid:pairs], context[valid + 1 : pairs + 1], valid)
+        state.tokens = list(context[: pairs + 1])
+        tokens: list[int] = []
+        dists: list[torch.Tensor] = []
+        position = pairs
+        try:
+            for i in range(k):
+                logits = head.restricted_logits(predicted).float()  # [R]
+                if temperature > 0:
+                    full = head.scatter_full(logits)
+                    q = probs_from_logits(full[None], temperature)[0]
+                    token = int(torch.multinomial(q, 1, generator=generator))
+                    dists.append(q)
+                else:
+                    q = torch.softmax(logits, dim=-1)
+                    row = int(q.argmax())
+                    if tokens and float(q[row]) < self.min_confidence:
+                        break
+                    token = int(head.vocab_ids[row])
+                tokens.append(token)
+                if i + 1 < k:
+                    predicted = state.step(predicted[None], [token], position)
+                    position += 1
+        finally:
+            state.crop(pairs)  # keep only pairs built from the target's true features
+        probs = torch.stack(dists) if dists else None
+        return Proposal(tokens, probs, self.name)
+
+
 class CombinedDrafter:
     name = "both"
 
-    def __init__(self, ngram: NgramDrafter, model: ModelDrafter) -> None:
+    def __init__(self, ngram: NgramDrafter, model: ModelDrafter | HeadDrafter) -> None:
         self.ngram, self.model = ngram, model
 
     def propose(
         self,
         context: list[int],
         k: int,
-        draft_state: ModelState | None,
+        draft_state: DraftState | None,
         temperature: float,
         generator: torch.Generator | None,
     ) -> Proposal:

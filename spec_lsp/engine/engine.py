@@ -19,12 +19,15 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from spec_lsp.distill.head import SpecHead
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 from spec_lsp.engine.cache import DocState, DocumentStates, ModelState
 from spec_lsp.engine.drafters import (
     AdaptiveK,
     CombinedDrafter,
     Drafter,
+    HeadDrafter,
+    HeadDraftState,
     ModelDrafter,
     NgramDrafter,
     Proposal,
@@ -79,6 +82,8 @@ class SpecEngine:
         name: str = "",
     ) -> None:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
+        # A feature head drafts from the target's hidden states instead of running on its own.
+        self.head = draft if isinstance(draft, SpecHead) else None
         self.options = options or EngineOptions()
         self.name = name
         self.device = str(target.device)
@@ -90,7 +95,11 @@ class SpecEngine:
         )
         self.docs = DocumentStates(self.options.max_docs, max_tokens)
         self._ngram = NgramDrafter(self.options.ngram_max)
-        self._model_drafter = ModelDrafter(self.options.draft_min_confidence)
+        self._model_drafter: ModelDrafter | HeadDrafter = (
+            HeadDrafter(self.options.draft_min_confidence)
+            if self.head is not None
+            else ModelDrafter(self.options.draft_min_confidence)
+        )
         self._k = {
             m: AdaptiveK(self.options.k, 1, self.options.k_max) for m in ("ngram", "draft", "both")
         }
@@ -162,18 +171,24 @@ class SpecEngine:
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _draft_state(self, target: ModelState) -> ModelState | HeadDraftState:
+        if self.head is not None:
+            return HeadDraftState(self.head, target)
+        assert self.draft is not None
+        return ModelState(self.draft)
+
     def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
-        draft = self.draft if method in ("draft", "both") else None
+        drafting = self.draft is not None and method in ("draft", "both")
+        features = self.head is not None  # the head reads the target's features
         if request.doc_id is None or not request.reuse_kv:
-            return DocState(
-                ModelState(self.target), ModelState(draft) if draft is not None else None
-            )
+            target = ModelState(self.target, features)
+            return DocState(target, self._draft_state(target) if drafting else None)
         state = self.docs.get(request.doc_id)
         if state is None:
-            state = DocState(ModelState(self.target), None)
+            state = DocState(ModelState(self.target, features), None)
             self.docs.put(request.doc_id, state)
-        if draft is not None and state.draft is None:
-            state.draft = ModelState(draft)
+        if drafting and state.draft is None:
+            state.draft = self._draft_state(state.target)
         return state
 
     def _decode(
@@ -219,6 +234,7 @@ class SpecEngine:
             if drafts and k_ctl is not None:
                 stats.proposed_tokens += len(drafts)
                 stats.accepted_tokens += accepted
+                stats.rejections += int(accepted < len(drafts))
                 k_ctl.update(len(drafts), accepted)
             self._emit(run, emitted)
 

@@ -33,6 +33,7 @@ from transformers import (
     PreTrainedModel,
 )
 
+from spec_lsp.distill.head import is_head_dir, load_head
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.presets import MODELS_DIR, Preset, load_preset
 
@@ -234,7 +235,11 @@ def warm_up(engine: SpecEngine) -> None:
     with torch.inference_mode():
         ids = torch.tensor([[1, 2, 3, 4]], device=engine.target.device)
         engine.target(input_ids=ids)
-        if engine.draft is not None:
+        if engine.head is not None:
+            h = engine.head.config.hidden_size
+            feats = torch.zeros(1, 4, h, device=engine.target.device, dtype=engine.head.dtype)
+            engine.head(feats, ids, torch.arange(4, device=ids.device)[None])
+        elif engine.draft is not None:
             engine.draft(input_ids=ids)
 
 
@@ -263,7 +268,15 @@ def load_engine(
             check_vocab(tokenizer, draft_tok, p.target, p.draft)
         report(f"loading draft {p.draft}", 0.7)
         draft_cfg = p.draft_config if random_weights else None
-        draft = load_model(p.resolve(p.draft), dev, dtype, trust_remote_code, progress, draft_cfg)
+        draft_path = Path(p.resolve(p.draft))
+        if not random_weights and is_head_dir(draft_path):
+            # A feature head shares the target's embeddings (no copy) and reads its features.
+            embeddings = cast(Any, target.get_input_embeddings()).weight
+            draft = cast(Any, load_head(draft_path, embeddings.detach(), dtype).to(dev))
+        else:
+            draft = load_model(
+                p.resolve(p.draft), dev, dtype, trust_remote_code, progress, draft_cfg
+            )
     opts = options or EngineOptions(method=p.method, context_tokens=p.context_tokens)
     engine = SpecEngine(target, tokenizer, draft, opts, name=p.name)
     engine.preset = p

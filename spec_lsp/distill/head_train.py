@@ -1,0 +1,342 @@
+"""Training the feature draft head (`spec_lsp.distill.head`) with the target as teacher.
+
+The teacher is run once per training window to record its final hidden states (the features the
+head reads and predicts); they are cached on disk in chunks, so an interrupted run resumes without
+recomputing them, and training then costs only the head's own forward and backward. Each step
+fits, on a batch of windows, (1) the next feature (smooth L1, scaled by the features' spread) and
+(2) the target's next-token distribution over the head's restricted vocabulary (forward KL), once
+from the target's true features (noised, as the engine's later drafts read predicted ones) and
+once unrolled from the head's own predicted features (what the second draft token sees).
+Held-out agreement (the head's greedy token equals the target's, true features; and unrolled one
+step) is measured every `eval_every` steps. Everything depends only on the seed and the step.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from spec_lsp.distill.corpus import build_corpus, coverage, top_tokens, windows
+from spec_lsp.distill.head import SpecHead, SpecHeadConfig, save_head
+from spec_lsp.distill.train import (
+    DistillError,
+    Teacher,
+    separator_id,
+    teacher_hidden,
+)
+
+log = logging.getLogger(__name__)
+CHECKPOINT = "head-checkpoint.pt"
+SHAPE_KEYS = ("draft_vocab", "seq_len", "batch", "windows", "seed", "lr")
+CHUNK = 64  # windows per cached feature file
+
+
+@dataclass
+class HeadConfig:
+    target: str
+    corpus: list[str]
+    out: str
+    steps: int = 2000
+    seed: int = 0
+    draft_vocab: int = 8192
+    seq_len: int = 256
+    batch: int = 8
+    windows: int = 1024  # training windows whose target features are recorded
+    lr: float = 1e-3
+    warmup: int = 50
+    feature_weight: float = 1.0
+    kd_weight: float = 1.0
+    unroll_weight: float = 0.5
+    noise: float = 0.1  # uniform noise on input features, relative to their spread
+    eval_every: int = 100
+    checkpoint_every: int = 50
+    heldout_windows: int = 16
+    heldout_every: int = 50
+
+
+@dataclass
+class HeadTrainState:
+    head: SpecHead
+    optimizer: torch.optim.Optimizer
+    step: int = 0
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+Progress = Callable[[str, int, int, dict[str, float]], None]
+
+
+def build_head(teacher: Teacher, vocab_ids: torch.Tensor, cfg: HeadConfig, source: str) -> SpecHead:
+    tcfg = teacher.model.config.to_dict()
+    base = SpecHeadConfig().to_dict()
+    keep = {
+        k: v
+        for k, v in tcfg.items()
+        if k in base and k not in ("model_type", "architectures", "num_hidden_layers")
+    }
+    keep.update(tie_word_embeddings=False, use_cache=True)
+    hcfg = SpecHeadConfig(
+        draft_vocab_size=len(vocab_ids),
+        embed_source=source,
+        target_fingerprint=teacher.fingerprint,
+        **keep,
+    )
+    torch.manual_seed(cfg.seed)
+    head = SpecHead(hcfg)
+    head.init_weights()
+    emb = teacher.model.get_input_embeddings().weight.detach()
+    head.embed_tokens.weight = torch.nn.Parameter(emb.float().cpu(), requires_grad=False)
+    out_w = teacher.model.get_output_embeddings().weight.detach().float().cpu()
+    head.lm_head.weight.data.copy_(out_w[vocab_ids])
+    head.vocab_ids.copy_(vocab_ids)
+    return head
+
+
+@torch.no_grad()
+def record_features(
+    teacher: Teacher,
+    rows: torch.Tensor,
+    cache: Path,
+    progress: Progress | None = None,
+    label: str = "features",
+) -> torch.Tensor:
+    """[N, L] windows -> [N, L, H] the target's final hidden states (float16), cached in chunks of
+    CHUNK windows under `cache` so that an interrupted run resumes where it stopped."""
+    cache.mkdir(parents=True, exist_ok=True)
+    parts: list[torch.Tensor] = []
+    device = teacher.model.device
+    for start in range(0, len(rows), CHUNK):
+        path = cache / f"{label}-{start:06d}.pt"
+        chunk = rows[start : start + CHUNK]
+        if path.exists():
+            saved = torch.load(path)
+            if saved.shape[:2] == chunk.shape:
+                parts.append(saved)
+                if progress is not None:
+                    progress(label, start + len(chunk), len(rows), {})
+                continue
+        feats = []
+        for i in range(0, len(chunk), 4):
+            hid = teacher_hidden(teacher.model, chunk[i : i + 4].to(device))
+            feats.append(hid.to(torch.float16).cpu())
+            if progress is not None:
+                progress(label, start + i + len(chunk[i : i + 4]), len(rows), {})
+        block = torch.cat(feats)
+        tmp = path.with_suffix(".tmp")
+        torch.save(block, tmp)
+        os.replace(tmp, path)
+        parts.append(block)
+    return torch.cat(parts)
+
+
+def lr_at(step: int, cfg: HeadConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+
+
+def batch_rows(step: int, cfg: HeadConfig, n: int) -> torch.Tensor:
+    start = step * cfg.batch
+    epoch, offset = divmod(start, n)
+    rows: list[int] = []
+    while len(rows) < cfg.batch:
+        perm = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 7919 + epoch))
+        rows.extend(perm[offset : offset + cfg.batch - len(rows)].tolist())
+        epoch, offset = epoch + 1, 0
+    return torch.tensor(rows)
+
+
+def _kd(teacher_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    t_logp = F.log_softmax(teacher_logits, dim=-1)
+    return (t_logp.exp() * (t_logp - F.log_softmax(logits, dim=-1))).sum(-1).mean()
+
+
+def loss_on(
+    head: SpecHead,
+    feats: torch.Tensor,
+    tokens: torch.Tensor,
+    scale: float,
+    cfg: HeadConfig,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """feats [B, L, H] (float32), tokens [B, L]; pair i = (f_i, x_{i+1}) predicts f_{i+1}."""
+    b, n, _ = feats.shape
+    f_in, f_out, nxt = feats[:, :-1], feats[:, 1:], tokens[:, 1:]
+    noise = (torch.rand(f_in.shape, generator=generator) * 2 - 1) * (cfg.noise * scale)
+    pos = torch.arange(n - 1)[None].expand(b, -1)
+    pred, _ = head(f_in + noise.to(f_in.device), nxt, pos.to(f_in.device))
+    with torch.no_grad():
+        t_logits = head.restricted_logits(f_out)
+    feat = F.smooth_l1_loss(pred / scale, f_out / scale)
+    kd = _kd(t_logits, head.restricted_logits(pred))
+    loss = cfg.feature_weight * feat + cfg.kd_weight * kd
+    parts = {"feat": feat.item(), "kd": kd.item()}
+    if cfg.unroll_weight > 0 and n > 3:
+        # Second draft step: pair i+1 reads the predicted f_{i+1} instead of the true one.
+        pred2, _ = head(pred[:, :-1], tokens[:, 2:], pos[:, 1:].to(f_in.device))
+        feat2 = F.smooth_l1_loss(pred2 / scale, f_out[:, 1:] / scale)
+        kd2 = _kd(t_logits[:, 1:], head.restricted_logits(pred2))
+        loss = loss + cfg.unroll_weight * (cfg.feature_weight * feat2 + cfg.kd_weight * kd2)
+        parts.update(feat2=feat2.item(), kd2=kd2.item())
+    parts["loss"] = loss.item()
+    return loss, parts
+
+
+@torch.no_grad()
+def agreement(
+    head: SpecHead, feats: torch.Tensor, tokens: torch.Tensor, top1: torch.Tensor
+) -> dict[str, float]:
+    """Share of held-out pairs where the head's greedy token equals the target's: from true
+    features (`agreement`, the first draft token) and from its own predicted feature one step
+    earlier (`agreement2`, the second). `top1[b, i]` is the target's greedy token after x_i."""
+    head.eval()
+    hits = hits2 = total = total2 = 0
+    for r in range(feats.shape[0]):
+        f = feats[r : r + 1].float()
+        n = f.shape[1]
+        pos = torch.arange(n - 1)[None]
+        pred, _ = head(f[:, :-1], tokens[r : r + 1, 1:], pos)
+        got = head.vocab_ids[head.restricted_logits(pred).argmax(-1)]  # predicts x_{i+2}
+        want = top1[r : r + 1, 1:]
+        hits += int((got == want).sum())
+        total += want.numel()
+        pred2, _ = head(pred[:, :-1], tokens[r : r + 1, 2:], pos[:, 1:])
+        got2 = head.vocab_ids[head.restricted_logits(pred2).argmax(-1)]
+        want2 = top1[r : r + 1, 2:]
+        hits2 += int((got2 == want2).sum())
+        total2 += want2.numel()
+    head.train()
+    return {"agreement": hits / max(1, total), "agreement2": hits2 / max(1, total2)}
+
+
+def save_checkpoint(state: HeadTrainState, cfg: HeadConfig, fingerprint: str, out: Path) -> None:
+    payload = {
+        "step": state.step,
+        "head": state.head.trainable_state(),
+        "optimizer": state.optimizer.state_dict(),
+        "config": asdict(cfg),
+        "fingerprint": fingerprint,
+        "history": state.history,
+    }
+    tmp = out / (CHECKPOINT + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, out / CHECKPOINT)
+
+
+def load_checkpoint(state: HeadTrainState, cfg: HeadConfig, fingerprint: str, out: Path) -> bool:
+    path = out / CHECKPOINT
+    if not path.exists():
+        return False
+    saved = torch.load(path, weights_only=False)
+    if saved["fingerprint"] != fingerprint:
+        raise DistillError(
+            f"the checkpoint in {out} was trained for a target with a different tokenizer "
+            f"(vocabulary {saved['fingerprint']} vs {fingerprint}); use another --out directory"
+        )
+    changed = [k for k in SHAPE_KEYS if saved["config"].get(k) != getattr(cfg, k)]
+    if changed:
+        raise DistillError(
+            f"the checkpoint in {out} was made with different options ({', '.join(changed)}); "
+            "resume with the same options or use another --out directory"
+        )
+    state.head.load_state_dict(saved["head"], strict=False)
+    state.optimizer.load_state_dict(saved["optimizer"])
+    state.step, state.history = int(saved["step"]), list(saved["history"])
+    return True
+
+
+def load_corpus(cfg: HeadConfig, teacher: Teacher, out: Path) -> tuple[Any, Any, dict[str, Any]]:
+    path = out / "cache" / "corpus.pt"
+    if path.exists():
+        saved = torch.load(path)
+        return saved["train"], saved["heldout"], saved["meta"]
+    sep = separator_id(teacher.tokenizer)
+    corpus = build_corpus(cfg.corpus, teacher.tokenizer, sep, cfg.heldout_every)
+    meta = {"train_files": corpus.train_files, "heldout_files": corpus.heldout_files}
+    torch.save({"train": corpus.train, "heldout": corpus.heldout, "meta": meta}, path)
+    return corpus.train, corpus.heldout, meta
+
+
+def distill_head(
+    cfg: HeadConfig,
+    teacher: Teacher,
+    source: str,
+    progress: Progress | None = None,
+    log_every: int = 10,
+) -> HeadTrainState:
+    """Records the target's features (cached), trains (or resumes) the head up to `cfg.steps`
+    and writes it to `cfg.out`."""
+    out = Path(cfg.out)
+    (out / "cache").mkdir(parents=True, exist_ok=True)
+    train_ids, held_ids, meta = load_corpus(cfg, teacher, out)
+    vocab_size = teacher.model.config.vocab_size
+    vocab_ids = top_tokens(
+        train_ids, cfg.draft_vocab, vocab_size, [separator_id(teacher.tokenizer)]
+    )
+    meta.update(
+        train_tokens=int(train_ids.numel()),
+        heldout_tokens=int(held_ids.numel()),
+        vocab_coverage_heldout=coverage(held_ids, vocab_ids, vocab_size),
+    )
+    all_windows = windows(train_ids, cfg.seq_len)
+    # An even spread over the whole corpus, seeded: not just its first files.
+    pick = torch.randperm(len(all_windows), generator=torch.Generator().manual_seed(cfg.seed))
+    train_rows = all_windows[pick[: cfg.windows].sort().values]
+    held_rows = windows(held_ids, cfg.seq_len)[: cfg.heldout_windows]
+    meta.update(feature_windows=len(train_rows), feature_tokens=int(train_rows.numel()))
+    log.info("corpus: %s", meta)
+    held_feats = record_features(teacher, held_rows, out / "cache" / "heldout", progress, "heldout")
+    train_feats = record_features(
+        teacher, train_rows, out / "cache" / "train", progress, "features"
+    )
+    out_w = teacher.model.get_output_embeddings().weight.detach().float().cpu()
+    held_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in held_feats])  # [N, L]
+    scale = float(train_feats[:64].float().std())
+
+    head = build_head(teacher, vocab_ids, cfg, source)
+    params = [p for p in head.parameters() if p.requires_grad]
+    state = HeadTrainState(
+        head, torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.95))
+    )
+    if load_checkpoint(state, cfg, teacher.fingerprint, out):
+        log.info("resumed from %s at step %d", out / CHECKPOINT, state.step)
+    else:
+        state.history.append({"step": 0, **agreement(head, held_feats, held_rows, held_top1)})
+    head.train()
+    t0 = time.perf_counter()
+    while state.step < cfg.steps:
+        for group in state.optimizer.param_groups:
+            group["lr"] = lr_at(state.step, cfg)
+        rows = batch_rows(state.step, cfg, len(train_rows))
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + state.step)
+        loss, parts = loss_on(head, train_feats[rows].float(), train_rows[rows], scale, cfg, gen)
+        state.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        state.optimizer.step()
+        state.step += 1
+        record: dict[str, float] = {"step": state.step, **parts}
+        if state.step % cfg.eval_every == 0 or state.step == cfg.steps:
+            record.update(agreement(head, held_feats, held_rows, held_top1))
+        if state.step % log_every == 0 or "agreement" in record:
+            record["elapsed_s"] = round(time.perf_counter() - t0, 1)
+            state.history.append(record)
+            log.info("step %d %s", state.step, {k: round(v, 4) for k, v in record.items()})
+        if state.step % cfg.checkpoint_every == 0 or state.step == cfg.steps:
+            save_checkpoint(state, cfg, teacher.fingerprint, out)
+        if progress is not None:
+            progress("train", state.step, cfg.steps, record)
+    head.eval()
+    save_head(head, out, teacher.tokenizer)
+    (out / "corpus.json").write_text(json.dumps(meta, indent=2))
+    return state
