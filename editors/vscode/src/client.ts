@@ -70,7 +70,8 @@ class QuietClient extends LanguageClient {
 export class Server implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private stderrTail: string[] = [];
-  private child: cp.ChildProcess | undefined;
+  /** Settles when the child has exited and its stdout and stderr are closed (all stderr read). */
+  private childClosed: Promise<void> | undefined;
   private starting = false;
   private failureShown = false;
   private stopping = false;
@@ -173,11 +174,12 @@ export class Server implements vscode.Disposable {
   private spawn(server: ServerCommand, args: string[]): Promise<cp.ChildProcess> {
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const child = cp.spawn(server.command, args, { cwd, stdio: "pipe", env: process.env });
-    this.child = child;
     this.stderrTail = [];
+    const tail: string[] = this.stderrTail;
+    this.childClosed = new Promise((resolve) => child.once("close", () => resolve()));
     child.stderr?.on("data", (chunk: Buffer) => {
-      this.stderrTail.push(...chunk.toString("utf8").split("\n").filter((l) => l.trim()));
-      this.stderrTail = this.stderrTail.slice(-5);
+      tail.push(...chunk.toString("utf8").split("\n").filter((l) => l.trim()));
+      tail.splice(0, Math.max(0, tail.length - 5));
     });
     return new Promise((resolve, reject) => {
       child.once("spawn", () => resolve(child));
@@ -231,17 +233,17 @@ export class Server implements vscode.Disposable {
     return { action: CloseAction.DoNotRestart, handled: true };
   }
 
-  /** Waits (briefly) for a dying server's exit, so its last stderr line can say why, then tells the user. */
+  /**
+   * Waits (briefly) until a dying server has exited and its stderr is read to the end, so its last
+   * stderr line can say why, then tells the user. "close", not "exit": a process can exit before
+   * Node has read what it wrote, and the client's own error (a write to the closed stdin) says nothing.
+   */
   private async reportFailure(server: ServerCommand, err: unknown): Promise<void> {
-    const child = this.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 2000);
-        child.once("exit", () => {
-          clearTimeout(timer);
-          setTimeout(resolve, 100); // the last stderr chunk
-        });
-      });
+    const closed = this.childClosed;
+    if (closed) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))]);
+      clearTimeout(timer);
     }
     const why = this.stderrTail.at(-1) ?? (err instanceof Error ? err.message : String(err));
     this.fail(`spec-lsp: the server (${server.command}, from ${server.origin}) did not start: ${why}. ${FIX}`);

@@ -66,11 +66,15 @@ export class Feedback implements vscode.Disposable {
       this.shown = undefined; // the user went elsewhere: this suggestion is over
       return;
     }
-    if (inserted.length === 1 || inserted.length === rest.length) {
-      return; // typing through it, or the whole accept (its command reports that)
+    if (inserted.length === rest.length) {
+      return; // the whole accept (its command reports that)
     }
+    // Typing through it (or a one-character accept) keeps the rest on screen: follow it, so that a
+    // later partial accept of the rest is still found at the suggestion's insertion point.
     this.taken += inserted.length;
-    this.notify("spec-lsp/didPartiallyAcceptCompletion", { id: s.id, acceptedLength: this.taken });
+    if (inserted.length === 1) return;
+    // acceptedLength is what this edit took (the server adds them up), as the Neovim plugin sends.
+    this.notify("spec-lsp/didPartiallyAcceptCompletion", { id: s.id, acceptedLength: inserted.length });
     this.log(`suggestion ${s.id}: ${this.taken} of ${s.text.length} characters accepted`);
     this.onChange();
   }
