@@ -30,6 +30,10 @@ const OUT = need("SPEC_LSP_E2E_OUT");
 const PRESET = process.env.SPEC_LSP_E2E_PRESET ?? "tiny";
 const SCREENSHOT = process.env.SPEC_LSP_E2E_SCREENSHOT;
 const TIMEOUT_S = Number(process.env.SPEC_LSP_E2E_TIMEOUT_S ?? "480");
+/** Waits that depend on the model: a real one on a busy 2-core machine takes seconds a token. */
+const SLOW = PRESET !== "tiny";
+const READY_S = SLOW ? 180 : 120;
+const GHOST_S = SLOW ? 180 : 90;
 
 const t0 = Date.now();
 const phases: Record<string, number> = {};
@@ -49,6 +53,8 @@ function clean(s: string): string {
   return s.replace(/\u00a0/g, " ").replace(/\u200b/g, "");
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** Polls `check` until it returns a value (not undefined) or `seconds` pass. */
 async function until<T>(what: string, seconds: number, check: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
@@ -61,7 +67,23 @@ async function until<T>(what: string, seconds: number, check: () => Promise<T | 
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${seconds} s waiting for ${what}${last instanceof Error ? `: ${last.message}` : ""}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
+  }
+}
+
+/**
+ * Runs a UI action and then waits for its effect, up to `tries` times: a click or key press that
+ * the window swallowed (a toast, a focus change, a slow extension host) is done again, while the
+ * condition it must bring about stays the same.
+ */
+async function retry<T>(what: string, tries: number, attempt: (i: number) => Promise<T>): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt(i);
+    } catch (err) {
+      if (i >= tries) throw err;
+      log(`${what}: try ${i} of ${tries} failed (${err instanceof Error ? err.message.split("\n")[0] : String(err)}); again`);
+    }
   }
 }
 
@@ -91,8 +113,12 @@ def mean(values):
 `;
 /** Typed at the end of SOURCE, character by character, as a person would. */
 const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
-/** Typed after the accepted suggestion, to take part of the next one with Ctrl+Right. */
-const PARTIAL_TYPED = "\n\n\ndef stdev(values):\n    return math.";
+/** Typed after the accepted suggestion, to take part of the next one with Ctrl+Right (one a try). */
+const PARTIAL_TYPED = [
+  "\n\n\ndef stdev(values):\n    return math.",
+  "\n\n\ndef pstdev(values):\n    return math.",
+  "\n\n\ndef spread(values):\n    return max(values) - ",
+];
 
 function settings(out: string): object {
   return {
@@ -218,6 +244,21 @@ async function ghostLine(p: Page): Promise<string> {
   return clean(spans.join(""));
 }
 
+/** Waits for ghost text that stays the same for half a second (a newer answer may replace the first). */
+async function stableGhost(p: Page, what: string): Promise<string> {
+  let previous = "";
+  return until(what, GHOST_S, async () => {
+    const text = await ghostLine(p);
+    const seen = previous;
+    previous = text;
+    if (!text.trim() || text !== seen) {
+      await sleep(250); // with until's own pause: polls half a second apart
+      return undefined;
+    }
+    return text;
+  });
+}
+
 async function openFile(p: Page, name: string): Promise<void> {
   await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
   await until(`${name} open in an editor`, 60, async () => {
@@ -246,7 +287,7 @@ async function runCommand(p: Page, title: string): Promise<void> {
 
 /** Waits until the status bar says the server answered and the model is ready. */
 async function waitReady(p: Page): Promise<string> {
-  return until("the status bar to say the model is ready", 120, async () => {
+  return until("the status bar to say the model is ready", READY_S, async () => {
     const text = await statusText(p);
     if (/failed|error/i.test(text)) throw new Error(`status bar says: ${text}`);
     return text.includes(`spec-lsp ${PRESET}`) ? text : undefined;
@@ -258,6 +299,34 @@ async function editorLines(p: Page): Promise<string[]> {
   const lines = p.locator(".editor-group-container.active .monaco-editor .view-lines .view-line");
   const texts = await lines.allInnerTexts();
   return texts.map(clean);
+}
+
+/**
+ * Opens the stats view from the status bar until one of its lines matches `want`. Each click also
+ * fetches the stats again, so a count that reached the server after the view was drawn shows up.
+ */
+async function statsViewWith(p: Page, what: string, want: RegExp): Promise<string[]> {
+  return retry(`the stats view to list ${what}`, 3, async () => {
+    await p.locator(STATUS_ITEM).click({ timeout: 10_000 });
+    await p.locator(".tab.active", { hasText: "spec-lsp stats" }).waitFor({ timeout: 20_000 });
+    return until(`the stats view to list ${what}`, 15, async () => {
+      const lines = await editorLines(p);
+      return lines.some((l) => want.test(l)) ? lines : undefined;
+    });
+  });
+}
+
+/** The recorded session files under the workspace (the extension's default record directory). */
+function sessionFiles(): string[] {
+  const dir = path.join(tmp, "workspace", ".spec-lsp", "sessions");
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(dir, f)) : [];
+}
+
+/** How many keystrokes (didChange notifications) the single recorded session holds so far. */
+function recordedChanges(): number | undefined {
+  const files = sessionFiles();
+  if (files.length !== 1) return undefined;
+  return fs.readFileSync(files[0], "utf8").split("\n").filter((l) => l.includes("textDocument/didChange")).length;
 }
 
 interface Result {
@@ -307,10 +376,7 @@ async function run(): Promise<Result> {
     await p.locator(".editor-group-container.active .monaco-editor .view-lines").click();
     await p.keyboard.press("Control+End");
     await p.keyboard.type(TYPED, { delay: 40 });
-    return until("ghost text (.ghost-text-decoration)", 120, async () => {
-      const text = await ghostLine(p);
-      return text.trim() ? text : undefined;
-    });
+    return stableGhost(p, "ghost text (.ghost-text-decoration)");
   });
   log(`ghost text: ${JSON.stringify(ghost)}`);
   const shot = path.join(OUT, "vscode-ghost-text.png");
@@ -337,58 +403,57 @@ async function run(): Promise<Result> {
   );
   log(`status bar: ${statusBar}`);
 
-  const statsLines = await phase("stats view from the status bar", async () => {
-    await p.locator(STATUS_ITEM).click();
-    await p.locator(".tab.active", { hasText: "spec-lsp stats" }).waitFor({ timeout: 20_000 });
-    return until("the stats view to list an accepted suggestion", 20, async () => {
-      const lines = await editorLines(p);
-      return lines.some((l) => /^\s*accepted\s+[1-9]\d*$/.test(l)) ? lines : undefined;
-    });
-  });
+  const statsLines = await phase("stats view from the status bar", () =>
+    statsViewWith(p, "an accepted suggestion", /^\s*accepted\s+[1-9]\d*$/),
+  );
   await p.screenshot({ path: path.join(OUT, "vscode-stats.png") });
 
-  const partial = await phase("accept the next word with Ctrl+Right", async () => {
-    await openFile(p, "stats.py");
-    await p.keyboard.press("Control+End");
-    await p.keyboard.type(PARTIAL_TYPED, { delay: 40 });
-    const next = await until("ghost text in a new function", 120, async () => {
-      const text = await ghostLine(p);
-      return text.trim() ? text : undefined;
-    });
-    // A one-character step (a leading space) looks like typing to the extension, so take two words.
-    for (let i = 0; i < 2; i++) {
-      await p.keyboard.press("Control+ArrowRight");
-      await new Promise((r) => setTimeout(r, 300));
-    }
-    await p.keyboard.press("Escape");
-    return next;
-  });
-  log(`ghost text before Ctrl+Right: ${JSON.stringify(partial)}`);
-  const partialLines = await phase("stats view counts the partial accept", async () => {
-    await p.locator(STATUS_ITEM).click();
-    return until("the stats view to list a partial accept", 20, async () => {
-      const lines = await editorLines(p);
-      return lines.some((l) => /^\s*partially accepted\s+[1-9]\d*$/.test(l)) ? lines : undefined;
-    });
-  });
+  // Type a new function, wait for its ghost text and take its first words with Ctrl+Right (accept
+  // next word), waiting after each press for the ghost text to move on. The stats view must then
+  // count a partial accept. Should it not, the whole action is done again in another new function
+  // (the suggestion may have been replaced between the presses); the check is never relaxed.
+  const partialLines = await phase("accept the next word with Ctrl+Right; the stats view counts it", () =>
+    retry("a partial accept", PARTIAL_TYPED.length, async (i) => {
+      await openFile(p, "stats.py");
+      await p.keyboard.press("Control+End");
+      await p.keyboard.type(PARTIAL_TYPED[i - 1], { delay: 40 });
+      const next = await stableGhost(p, "ghost text in a new function");
+      log(`ghost text before Ctrl+Right: ${JSON.stringify(next)}`);
+      // A one-character step (a leading space) looks like typing to the extension, so take two words.
+      for (let step = 0; step < 2; step++) {
+        const before = await ghostLine(p);
+        if (!before.trim()) break; // all of it taken: nothing left to accept
+        await p.keyboard.press("Control+ArrowRight");
+        await until("Ctrl+Right to take a word of the ghost text", 15, async () =>
+          (await ghostLine(p)) !== before ? true : undefined,
+        );
+      }
+      await p.keyboard.press("Escape");
+      return statsViewWith(p, "a partial accept", /^\s*partially accepted\s+[1-9]\d*$/);
+    }),
+  );
 
   const session = await phase("record a session through spec-lsp record", async () => {
     await runCommand(p, "spec-lsp: Record a typing session");
     await waitReady(p);
     await openFile(p, "stats.py");
     await p.keyboard.press("Control+End");
-    await p.keyboard.type("\n# the end\n", { delay: 40 });
-    await new Promise((r) => setTimeout(r, 1000));
+    const typed = "\n# the end\n";
+    const KEYSTROKES = "# the end".length; // the client may merge a newline with its neighbour
+    await p.keyboard.type(typed, { delay: 40 });
+    // The recorder writes each message as it passes: stop once every keystroke is in the file.
+    await until("the recorder to write every keystroke", 30, () =>
+      Promise.resolve((recordedChanges() ?? 0) >= KEYSTROKES ? true : undefined),
+    );
     await runCommand(p, "spec-lsp: Record a typing session"); // stops: the server restarts plain
     await waitReady(p);
-    const dir = path.join(tmp, "workspace", ".spec-lsp", "sessions");
     return until("a recorded session with the typing in it", 20, () => {
-      const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".jsonl")) : [];
+      const files = sessionFiles();
       if (files.length !== 1) return Promise.resolve(undefined);
-      const lines = fs.readFileSync(path.join(dir, files[0]), "utf8").split("\n").filter((l) => l.trim());
+      const lines = fs.readFileSync(files[0], "utf8").split("\n").filter((l) => l.trim());
       const header = JSON.parse(lines[0] ?? "{}") as { format?: string };
-      const typed = lines.filter((l) => l.includes("textDocument/didChange")).length >= "# the end".length;
-      return Promise.resolve(header.format === "spec-lsp-session" && typed ? `${files[0]}: ${lines.length} lines` : undefined);
+      const enough = (recordedChanges() ?? 0) >= KEYSTROKES;
+      return Promise.resolve(header.format === "spec-lsp-session" && enough ? `${path.basename(files[0])}: ${lines.length} lines` : undefined);
     });
   });
   log(`session: ${session}`);
@@ -407,7 +472,7 @@ async function run(): Promise<Result> {
       const texts = (await toasts.allInnerTexts()).map(clean);
       return texts.length ? texts : undefined;
     });
-    await new Promise((r) => setTimeout(r, 3000)); // a second notification would have come by now
+    await sleep(3000); // a second notification would have come by now
     const texts = (await toasts.allInnerTexts()).map(clean);
     if (texts.length !== 1) throw new Error(`expected one notification, got ${JSON.stringify(texts)}`);
     if (!/pretend the venv is broken/.test(texts[0]) || !/Fix:/.test(texts[0])) {
@@ -416,7 +481,7 @@ async function run(): Promise<Result> {
     await p.screenshot({ path: path.join(OUT, "vscode-broken-server.png") });
     return first[0];
   });
-  log(`notification: ${failure}`);
+  log(`notification: ${JSON.stringify(failure)}`);
   return { ghost, statusBar, statsLines, partialLines, session, failure };
 }
 

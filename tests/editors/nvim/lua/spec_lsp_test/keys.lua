@@ -75,8 +75,16 @@ return function(R, spec)
   ghost = ghost_after("<CR>count = ", retry)
   R.step("next suggestion")
   R.feed(keys.next)
-  R.sleep(200)
-  R.observe("next", { ghost = ghost.text, after = R.ghost(bufnr, ns) })
+  -- Wait for the key to be taken in, then (bounded) for a suggestion on screen: with one candidate
+  -- the same one stays; with several, the next one is drawn.
+  R.wait(5000, "Neovim to take in the next key", function()
+    return vim.fn.getchar(1) == 0
+  end)
+  local after = R.wait(10000, "a suggestion on screen after next", function()
+    local g = R.ghost(bufnr, ns)
+    return g and g.text ~= "" and g or nil
+  end)
+  R.observe("next", { ghost = ghost.text, after = after })
 
   R.step(":SpecLspStats")
   vim.cmd("stopinsert")

@@ -128,7 +128,7 @@ function R.request(client, method, timeout_ms)
   client:request(method, vim.NIL, function(err, res)
     answer = { err = err, result = res }
   end)
-  R.wait(timeout_ms or 10000, method, function()
+  R.wait(timeout_ms or 30000, method, function()
     return answer
   end)
   if answer.err then
