@@ -13,6 +13,7 @@ step) is measured every `eval_every` steps. Everything depends only on the seed 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -115,8 +116,10 @@ def record_features(
     parts: list[torch.Tensor] = []
     device = teacher.model.device
     for start in range(0, len(rows), CHUNK):
-        path = cache / f"{label}-{start:06d}.pt"
         chunk = rows[start : start + CHUNK]
+        # Named by the windows' content: other options (windows, seed) never reuse a stale file.
+        key = hashlib.sha1(chunk.numpy().tobytes()).hexdigest()[:12]
+        path = cache / f"{label}-{start:06d}-{key}.pt"
         if path.exists():
             saved = torch.load(path)
             if saved.shape[:2] == chunk.shape:
@@ -302,6 +305,15 @@ def distill_head(
     out_w = teacher.model.get_output_embeddings().weight.detach().float().cpu()
     held_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in held_feats])  # [N, L]
     scale = float(train_feats[:64].float().std())
+    # Agreement on windows it trains on too: the gap to held-out shows over-fitting.
+    seen = min(cfg.heldout_windows, len(train_rows))
+    seen_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in train_feats[:seen]])
+
+    def evaluate(head: SpecHead) -> dict[str, float]:
+        scores = agreement(head, held_feats, held_rows, held_top1)
+        trained = agreement(head, train_feats[:seen], train_rows[:seen], seen_top1)
+        scores["train_agreement"] = trained["agreement"]
+        return scores
 
     head = build_head(teacher, vocab_ids, cfg, source)
     params = [p for p in head.parameters() if p.requires_grad]
@@ -311,7 +323,7 @@ def distill_head(
     if load_checkpoint(state, cfg, teacher.fingerprint, out):
         log.info("resumed from %s at step %d", out / CHECKPOINT, state.step)
     else:
-        state.history.append({"step": 0, **agreement(head, held_feats, held_rows, held_top1)})
+        state.history.append({"step": 0, **evaluate(head)})
     head.train()
     t0 = time.perf_counter()
     while state.step < cfg.steps:
@@ -327,7 +339,7 @@ def distill_head(
         state.step += 1
         record: dict[str, float] = {"step": state.step, **parts}
         if state.step % cfg.eval_every == 0 or state.step == cfg.steps:
-            record.update(agreement(head, held_feats, held_rows, held_top1))
+            record.update(evaluate(head))
         if state.step % log_every == 0 or "agreement" in record:
             record["elapsed_s"] = round(time.perf_counter() - t0, 1)
             state.history.append(record)
