@@ -101,6 +101,7 @@ class CompletionService:
         self.options = options
         self.syntax = syntax or Syntax()
         self.docs = DocumentStore()
+        self.syntax.source = self._syntax_source
         self.stats = ServerStats()
         self._clock = clock
         self._prompts: PromptBuilder | None = None
@@ -117,6 +118,10 @@ class CompletionService:
     def did_open(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.docs.open(uri, language_id, version, text)
         self.syntax.open(uri, language_id, text)
+
+    def _syntax_source(self, uri: str) -> tuple[str, str] | None:
+        doc = self.docs.get(uri)
+        return None if doc is None else (doc.language_id, doc.text)
 
     def did_change(
         self,
@@ -166,7 +171,7 @@ class CompletionService:
             table.pop(uri, None)
         if self._prompts is not None:
             self._prompts.forget(uri)
-        self.worker.call(lambda backend: backend.forget(uri))
+        self.worker.call(lambda backend: backend.forget(uri), frees_memory=True)
 
     # -- model --------------------------------------------------------------------------------
     def model_ready(self) -> None:

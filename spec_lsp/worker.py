@@ -3,13 +3,23 @@
 This module owns loading a backend and running its calls one at a time; results come back to the
 asyncio loop as futures. It knows nothing of LSP, documents or prompts, and imports no torch
 itself (the loader it is given does).
+
+Memory: a prefill of a whole document allocates activations far larger than the KV it keeps
+(attention scores alone are heads x tokens^2 floats per layer), and a dropped document frees its KV.
+glibc keeps such freed memory in its heaps, so the process grows by about 100 MB over a few opened
+documents and never shrinks. When the worker goes idle after a large prefill, a forgotten document
+or a (re)load, it hands free heap memory back to the OS (`malloc_trim`, a few ms, off the loop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import functools
 import logging
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +32,28 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, float], None]
 Loader = Callable[[ProgressFn], Backend]
+TRIM_AFTER_PREFILL = 256  # prompt tokens prefilled by one generation that make a trim worthwhile
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        fn: Callable[[int], int] = libc.malloc_trim  # glibc only (musl has none)
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+def release_free_memory() -> bool:
+    """Returns the C heaps' free memory to the OS; False where the C library cannot."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
 
 
 @dataclass
@@ -87,6 +119,8 @@ class InferenceWorker:
         self.state = "loading"
         self.error: str | None = None
         self.info = ModelInfo()
+        self._trim_due = False  # free heap memory to hand back once the queue is empty
+        self.trims = 0
         self._thread.start()
 
     # -- called from the event loop -------------------------------------------------------
@@ -113,6 +147,7 @@ class InferenceWorker:
             except Exception as exc:  # a failed load is reported once, the server stays up
                 log.exception("loading preset %r failed", preset)
                 result = ("failed", str(exc) or type(exc).__name__, None, ModelInfo(preset=preset))
+            self._trim_due = True  # the old models, or a failed load's partial allocations
             self._loop.call_soon_threadsafe(self._loaded, result, done)
 
         self._queue.put(job)
@@ -128,8 +163,9 @@ class InferenceWorker:
     def submit(self, job: Job) -> None:
         self._queue.put(lambda: self._generate(job))
 
-    def call(self, fn: Callable[[Backend], Any]) -> None:
-        """Runs `fn(backend)` in the worker (e.g. forgetting a document's KV state)."""
+    def call(self, fn: Callable[[Backend], Any], frees_memory: bool = False) -> None:
+        """Runs `fn(backend)` in the worker (e.g. forgetting a document's KV state);
+        `frees_memory`: hand free heap memory back to the OS once the worker is idle."""
 
         def job() -> None:
             if self.backend is not None:
@@ -137,6 +173,7 @@ class InferenceWorker:
                     fn(self.backend)
                 except Exception:
                     log.exception("worker call failed")
+                self._trim_due = self._trim_due or frees_memory
 
         self._queue.put(job)
 
@@ -150,6 +187,9 @@ class InferenceWorker:
     def _run(self) -> None:
         while (task := self._queue.get()) is not None:
             task()
+            if self._trim_due and self._queue.empty():
+                self._trim_due = False
+                self.trims += release_free_memory()
 
     def _generate(self, job: Job) -> None:
         request = job.request
@@ -171,6 +211,8 @@ class InferenceWorker:
             self._loop.call_soon_threadsafe(_set_exception, job.future, exc)
             return
         job.finished = time.perf_counter()
+        if result.stats.prefilled_tokens >= TRIM_AFTER_PREFILL:
+            self._trim_due = True
         self._resolve(job, result)
 
     def _resolve(self, job: Job, result: GenerationResult) -> None:
