@@ -21,7 +21,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from spec_lsp.distill.head import SpecHead
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.engine.cache import DocState, DocumentStates, ModelState
+from spec_lsp.engine.cache import DocState, DocumentStates, ModelState, common_prefix_len
 from spec_lsp.engine.drafters import (
     AdaptiveK,
     CombinedDrafter,
@@ -59,6 +59,9 @@ class EngineOptions:
     max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
     kv_budget_mb: float = 128.0  # memory for cached KV states across documents
     context_tokens: int = 2048  # longest prompt kept (left-truncated)
+    # A long prefill runs in chunks of this many tokens with a cancellation check between them:
+    # a superseded request stops sooner, and the chunks it finished stay cached for the next one.
+    prefill_chunk: int = 256
 
 
 @dataclass
@@ -204,9 +207,19 @@ class SpecEngine:
             return
         # Prefill: only the tail that differs from the cached state runs; it yields token one.
         t = time.perf_counter()
+        reused = min(common_prefix_len(state.target.tokens, prompt), len(prompt) - 1)
+        done, chunk = reused, max(1, self.options.prefill_chunk)
+        while len(prompt) - done > chunk:
+            done += chunk
+            state.target.advance(prompt[:done], keep=1)
+            stats.target_forwards += 1
+            if self._cancelled(run):
+                stats.prefill_ms = (time.perf_counter() - t) * 1000
+                stats.reused_tokens, stats.prefilled_tokens = reused, done - reused
+                return
         adv = state.target.advance(prompt, keep=1)
         stats.prefill_ms = (time.perf_counter() - t) * 1000
-        stats.reused_tokens, stats.prefilled_tokens = adv.reused, adv.fed
+        stats.reused_tokens, stats.prefilled_tokens = reused, len(prompt) - reused
         stats.target_forwards += 1
         self._emit(run, [self._sample(adv.logits, req, generator)[0]])
         drafter = self._drafter(method)

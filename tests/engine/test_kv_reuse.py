@@ -105,3 +105,32 @@ def test_cancel_from_another_thread_stops_a_long_generation(target, tokenizer) -
     result = engine.generate(req)
     timer.join()
     assert result.cancelled and result.stats.generated_tokens < 100_000
+
+
+def test_a_prefill_cancelled_between_chunks_keeps_its_chunks_for_the_next_request(
+    target, tokenizer
+) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, prefill_chunk=8)
+    prompt = "".join(CODE_PROMPTS)
+    n = len(engine.encode(prompt))
+    token = CancelToken()
+    chunks = {"n": 0}
+
+    def count(*_: object) -> None:
+        chunks["n"] += 1
+        if chunks["n"] == 3:  # the user typed again while the third chunk ran
+            token.cancel()
+
+    handle = engine.target.register_forward_hook(count)
+    try:
+        cut = engine.generate(request(prompt, "doc", cancel=token))
+    finally:
+        handle.remove()
+    assert cut.cancelled and cut.token_ids == []
+    assert cut.stats.prefilled_tokens == 24  # three chunks of 8, then it stopped
+    again = engine.generate(request(prompt + " x", "doc"))
+    assert again.stats.reused_tokens >= 24
+    assert again.stats.reused_tokens + again.stats.prefilled_tokens == again.stats.prompt_tokens
+    cold = make_engine(target, tokenizer).generate(request(prompt + " x", None))
+    assert again.token_ids == cold.token_ids
+    assert n > 24
