@@ -113,7 +113,12 @@ def run_hf_mode(
 
 
 def run(
-    engine: SpecEngine, prompts: list[Prompt], max_new: int, k: int, log: Any = sys.stderr
+    engine: SpecEngine,
+    prompts: list[Prompt],
+    max_new: int,
+    k: int,
+    log: Any = sys.stderr,
+    assistant: Any = None,
 ) -> dict[str, Any]:
     modes: dict[str, Any] = {}
     # Warm-up: the first forwards of a process are slower (allocations, kernel selection).
@@ -132,11 +137,20 @@ def run(
     modes["hf_assisted_ngram"] = run_hf_mode(
         engine, prompts, max_new, prompt_lookup_num_tokens=k
     ).summary(reference.outputs)
-    if engine.draft is not None:
+    # transformers' assisted generation runs a standalone draft model; a feature head is not one.
+    if assistant is None and engine.draft is not None and engine.head is None:
+        assistant = engine.draft
+    if assistant is not None:
         print("hf_assisted_draft...", file=log)
         modes["hf_assisted_draft"] = run_hf_mode(
-            engine, prompts, max_new, assistant_model=engine.draft
+            engine, prompts, max_new, assistant_model=assistant
         ).summary(reference.outputs)
+    elif engine.head is not None:
+        print(
+            "hf_assisted_draft: skipped (the draft is a feature head; pass --assistant MODEL "
+            "to compare with a standalone draft)",
+            file=log,
+        )
     return modes
 
 
@@ -161,13 +175,22 @@ def format_table(modes: dict[str, Any]) -> str:
 
 
 def main(
-    preset: str, device: str, max_new: int, count: int, json_path: str | None, random_weights: bool
+    preset: str,
+    device: str,
+    max_new: int,
+    count: int,
+    json_path: str | None,
+    random_weights: bool,
+    assistant_source: str | None = None,
 ) -> int:
-    from spec_lsp.engine.loading import load_engine
+    from spec_lsp.engine.loading import load_engine, load_model
 
     engine = load_engine(preset, device=device, random_weights=random_weights)
+    assistant = None
+    if assistant_source:
+        assistant = load_model(assistant_source, str(engine.target.device), engine.target.dtype)
     prompts = bench_prompts(count)
-    modes = run(engine, prompts, max_new, engine.options.k)
+    modes = run(engine, prompts, max_new, engine.options.k, assistant=assistant)
     report = {
         "preset": engine.name,
         "device": engine.device,
@@ -175,6 +198,8 @@ def main(
         "max_new_tokens": max_new,
         "prompts": [p.name for p in prompts],
         "torch_threads": torch.get_num_threads(),
+        "draft": "feature head" if engine.head is not None else ("model" if engine.draft else None),
+        "assistant": assistant_source,
         "modes": modes,
     }
     print(format_table(modes))

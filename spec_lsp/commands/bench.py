@@ -24,6 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="build the preset's architectures from models/configs with random weights (timing only)",
     )
+    e.add_argument(
+        "--assistant",
+        metavar="MODEL",
+        help="a standalone draft model (directory or model id) for hf_assisted_draft, when the "
+        "preset's draft is a feature head that transformers' assisted generation cannot run",
+    )
     e.set_defaults(func=cmd_engine)
     # Other areas add their own benchmarks (e.g. `bench server`) through a module of their own.
     for name in ("spec_lsp.commands.bench_server", "spec_lsp.commands.bench_syntax"):
@@ -48,6 +54,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
             args.prompts,
             args.json,
             args.random_weights,
+            args.assistant,
         )
     except ModelLoadError as exc:
         print(f"spec-lsp: {exc}")

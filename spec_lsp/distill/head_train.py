@@ -38,7 +38,7 @@ from spec_lsp.distill.train import (
 
 log = logging.getLogger(__name__)
 CHECKPOINT = "head-checkpoint.pt"
-SHAPE_KEYS = ("draft_vocab", "seq_len", "batch", "windows", "seed", "lr")
+SHAPE_KEYS = ("draft_vocab", "seq_len", "batch", "windows", "seed", "lr", "freeze_output")
 CHUNK = 64  # windows per cached feature file
 
 
@@ -59,6 +59,10 @@ class HeadConfig:
     kd_weight: float = 1.0
     unroll_weight: float = 0.5
     noise: float = 0.1  # uniform noise on input features, relative to their spread
+    weight_decay: float = 0.01
+    # Keep the restricted output rows equal to the target's own: what it learns is then only the
+    # next feature, and a small feature set does not over-fit the 2.4 M output weights.
+    freeze_output: bool = True
     eval_every: int = 100
     checkpoint_every: int = 50
     heldout_windows: int = 16
@@ -292,9 +296,10 @@ def distill_head(
         vocab_coverage_heldout=coverage(held_ids, vocab_ids, vocab_size),
     )
     all_windows = windows(train_ids, cfg.seq_len)
-    # An even spread over the whole corpus, seeded: not just its first files.
+    # A seeded spread over the whole corpus, not just its first files; nested, so that a run with
+    # more windows reuses the features a smaller one recorded.
     pick = torch.randperm(len(all_windows), generator=torch.Generator().manual_seed(cfg.seed))
-    train_rows = all_windows[pick[: cfg.windows].sort().values]
+    train_rows = all_windows[pick[: cfg.windows]]
     held_rows = windows(held_ids, cfg.seq_len)[: cfg.heldout_windows]
     meta.update(feature_windows=len(train_rows), feature_tokens=int(train_rows.numel()))
     log.info("corpus: %s", meta)
@@ -316,10 +321,12 @@ def distill_head(
         return scores
 
     head = build_head(teacher, vocab_ids, cfg, source)
+    head.lm_head.weight.requires_grad_(not cfg.freeze_output)
     params = [p for p in head.parameters() if p.requires_grad]
-    state = HeadTrainState(
-        head, torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.95))
+    optimizer = torch.optim.AdamW(
+        params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95)
     )
+    state = HeadTrainState(head, optimizer)
     if load_checkpoint(state, cfg, teacher.fingerprint, out):
         log.info("resumed from %s at step %d", out / CHECKPOINT, state.step)
     else:
