@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore, Encoding
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
-from spec_lsp.prompt import PromptBuilder, unlead
+from spec_lsp.prompt import PromptBuilder, after_lead, unlead
 from spec_lsp.stats import ServerStats
 from spec_lsp.syntax_adapter import StopFn, Syntax
 from spec_lsp.worker import InferenceWorker, Job
@@ -303,7 +303,7 @@ class CompletionService:
         if not self._current(doc, version, seq):
             self.stats.cancelled += 1
             return ""
-        stop = _after_lead(self.syntax.stop_callback(uri, *pos, mode), prompt.lead)
+        stop = after_lead(self.syntax.stop_callback(uri, *pos, mode), prompt.lead)
         live = self._start(doc, prompt.text, stop, Anchor(prefix, suffix, ""), pos, mode)
         live.lead = prompt.lead
         result = await self._wait(live.job)
@@ -458,21 +458,3 @@ class CompletionService:
         if gap_ms is None or model_ms is None or gap_ms >= model_ms:
             return 0.0
         return min(0.5 * gap_ms, 0.5 * model_ms, MAX_ADAPTIVE_DEBOUNCE_MS) / 1000
-
-
-def _after_lead(stop: StopFn | None, lead: str) -> StopFn | None:
-    """`stop` applied to the text after `lead`; stops at once when the text does not begin with
-    it (the suggestion would be dropped anyway)."""
-    if not lead:
-        return stop
-
-    def stop_after_lead(text: str) -> int | None:
-        rest = unlead(text, lead)
-        if rest is None:
-            return 0
-        if stop is None or not rest:
-            return None
-        keep = stop(rest)
-        return None if keep is None else keep + len(lead)
-
-    return stop_after_lead

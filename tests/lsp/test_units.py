@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from spec_lsp.config import Options, merge, settings_section, to_wire
 from spec_lsp.documents import Document, col_from_units, units_len
-from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, unlead
+from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, after_lead, unlead
 
 # -- options ---------------------------------------------------------------------------------
 
@@ -145,3 +145,19 @@ def test_unlead_removes_the_typed_lead_or_says_the_completion_differs() -> None:
     assert unlead("", " ") == ""
     assert unlead("\nx", " ") is None
     assert unlead("abc", "") == "abc"
+
+
+def test_the_stop_callback_after_a_lead_sees_only_the_text_for_the_cursor() -> None:
+    seen: list[str] = []
+
+    def first_line(text: str) -> int | None:
+        seen.append(text)
+        return text.find("\n") if "\n" in text else None
+
+    stop = after_lead(first_line, " ")
+    assert stop is not None
+    assert stop(" ") is None and seen == []  # only the lead so far
+    assert stop(" return x") is None and seen == ["return x"]
+    assert stop(" return x\n") == len(" return x")  # a length in the model's text
+    assert stop("\n") == 0  # does not begin with the lead: stop at once
+    assert after_lead(first_line, "") is first_line
