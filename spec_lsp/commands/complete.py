@@ -90,7 +90,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 def _prompt_and_rules(engine, path: Path, prefix: str, suffix: str):  # type: ignore[no-untyped-def]
     """The prompt (FIM template of the preset's family) and the syntax layer's stop/trim rules."""
-    from spec_lsp.prompt import PromptBuilder
+    from spec_lsp.prompt import PromptBuilder, after_lead, unlead
     from spec_lsp.syntax import SyntaxService
 
     syntax = SyntaxService()
@@ -103,10 +103,15 @@ def _prompt_and_rules(engine, path: Path, prefix: str, suffix: str):  # type: ig
     preset = engine.preset
     builder = PromptBuilder(preset.fim, preset.context_tokens, preset.max_new_tokens)
     lines = (prefix + suffix).split("\n")
-    prompt = builder.build(uri, lines, row, col, syntax.context(uri, row, col)).text
-    stop = syntax.stop_callback(uri, row, col, mode)
+    built = builder.build(uri, lines, row, col, syntax.context(uri, row, col))
+    # An indentation-only line leaves its last blank out of the prompt (BPE merges it with the
+    # next word); the completion must start with it, and it is not suggested again.
+    stop = after_lead(syntax.stop_callback(uri, row, col, mode), built.lead)
 
     def finish(raw: str) -> str:
-        return syntax.trim(uri, row, col, raw, mode) or ""
+        rest = unlead(raw, built.lead)
+        return "" if rest is None else syntax.trim(uri, row, col, rest, mode) or ""
+
+    prompt = built.text
 
     return prompt, stop, finish
