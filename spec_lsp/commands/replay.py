@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -64,7 +65,14 @@ def run_record(args: argparse.Namespace) -> int:
     if not cmd:
         print("spec-lsp record: give the server command after --", file=sys.stderr)
         return 2
-    return record(cmd, args.out, source=args.source)
+    code = record(cmd, args.out, source=args.source)
+    # The thread reading the editor's stdin may still be blocked in read() when the server has
+    # exited first; a normal interpreter shutdown then aborts on the stdin buffer's lock ("could
+    # not acquire lock ... at interpreter shutdown"). The session file is closed and complete by
+    # now: flush and leave without the shutdown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def session_paths(inputs: list[str]) -> list[Path]:

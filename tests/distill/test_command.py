@@ -12,6 +12,8 @@ from spec_lsp.cli import main
 from .conftest import TARGET
 
 ARGS = [
+    "--arch",
+    "decoder",
     "--layers",
     "1",
     "--draft-vocab",

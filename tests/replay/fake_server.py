@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import os
 import queue
 import sys
 import threading
@@ -138,4 +139,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The stdin reader is a daemon thread that may still sit in read(): leave without the
+    # interpreter shutdown, which would abort on the stdin buffer's lock (exit code 250).
+    sys.stdout.flush()
+    os._exit(code)
