@@ -190,7 +190,10 @@ class HeadDrafter:
                 else:
                     q = torch.softmax(logits, dim=-1)
                     row = int(q.argmax())
-                    if tokens and float(q[row]) < self.min_confidence:
+                    # Unlike a draft model's, the head's first token is gated too: on a CPU a
+                    # verify pass over two tokens costs noticeably more than over one, so an
+                    # unlikely draft is worse than none.
+                    if float(q[row]) < self.min_confidence:
                         break
                     token = int(head.vocab_ids[row])
                 tokens.append(token)

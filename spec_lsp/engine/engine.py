@@ -55,6 +55,7 @@ class EngineOptions:
     k_max: int = 12
     ngram_max: int = 4
     draft_min_confidence: float = 0.3
+    head_min_confidence: float = 0.5  # a feature head proposes nothing below this (first token too)
     max_docs: int = 8  # cached documents (LRU)
     max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
     kv_budget_mb: float = 128.0  # memory for cached KV states across documents
@@ -99,7 +100,7 @@ class SpecEngine:
         self.docs = DocumentStates(self.options.max_docs, max_tokens)
         self._ngram = NgramDrafter(self.options.ngram_max)
         self._model_drafter: ModelDrafter | HeadDrafter = (
-            HeadDrafter(self.options.draft_min_confidence)
+            HeadDrafter(self.options.head_min_confidence)
             if self.head is not None
             else ModelDrafter(self.options.draft_min_confidence)
         )

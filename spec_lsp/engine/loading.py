@@ -269,7 +269,7 @@ def load_engine(
         report(f"loading draft {p.draft}", 0.7)
         draft_cfg = p.draft_config if random_weights else None
         draft_path = Path(p.resolve(p.draft))
-        if not random_weights and is_head_dir(draft_path):
+        if is_head_dir(draft_path):  # small and local: real weights even with random_weights
             # A feature head shares the target's embeddings (no copy) and reads its features.
             embeddings = cast(Any, target.get_input_embeddings()).weight
             draft = cast(Any, load_head(draft_path, embeddings.detach(), dtype).to(dev))

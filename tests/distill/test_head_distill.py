@@ -15,6 +15,7 @@ from spec_lsp.distill.head import SpecHead, is_head_dir, load_head
 from spec_lsp.distill.head_train import HeadConfig, distill_head
 from spec_lsp.distill.train import Teacher
 from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.engine.engine import EngineOptions
 from spec_lsp.engine.loading import ModelLoadError, load_engine, load_tokenizer
 
 from .conftest import TARGET
@@ -75,7 +76,9 @@ def test_written_head_holds_no_embeddings_and_loads_through_a_preset_exactly(
         assert not any("embed_tokens" in k for k in f.keys())  # noqa: SIM118
     preset = tmp_path / "head.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{cfg.out}"\nmethod = "draft"\n')
-    engine = load_engine(str(preset), device="cpu")
+    # Every draft proposed (no confidence gate), so that verification is exercised.
+    options = EngineOptions(method="draft", head_min_confidence=0.0)
+    engine = load_engine(str(preset), device="cpu", options=options)
     assert isinstance(engine.draft, SpecHead) and engine.head is engine.draft
     # The head shares the target's embedding matrix rather than holding a copy.
     assert (

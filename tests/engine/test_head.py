@@ -84,7 +84,7 @@ def test_cached_head_drafts_equal_a_from_scratch_computation(target, head, token
 @pytest.mark.parametrize("k", [1, 4])
 @pytest.mark.parametrize("method", ["draft", "both"])
 def test_head_speculation_equals_target_only(target, head, tokenizer, k, method) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(target, tokenizer, head, k=k, k_max=max(k, 1), draft_min_confidence=0.0)
+    engine = make_engine(target, tokenizer, head, k=k, k_max=max(k, 1), head_min_confidence=0.0)
     assert engine.head is head and "draft" in engine.methods
     for prompt in CODE_PROMPTS:
         req = dict(prompt=prompt, max_new_tokens=32, doc_id="d")
