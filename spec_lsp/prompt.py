@@ -147,7 +147,10 @@ class PromptBuilder:
         prefix = "\n".join(lines[start:row] + [lines[row][: col - len(lead)]])
         context_used = False
         if start > 0 and context:
-            header = _dedupe_context(context, lines[start:row])
+            # Only headers from above the window: one in or below it (the signature being typed,
+            # the enclosing def) is in the window already, and its text changes with each
+            # keystroke, which would change the prompt's first tokens and re-prefill it all.
+            header = _dedupe_context(context, lines[start:])
             if header:
                 prefix = header + prefix
                 context_used = True

@@ -233,7 +233,9 @@ def load_head(
 ) -> SpecHead:
     """Loads a head; `embeddings` are the target's input embeddings (shared, not copied), else
     read from `config.embed_source`."""
-    config = SpecHeadConfig.from_pretrained(str(path))
+    settings = json.loads((path / "config.json").read_text())
+    settings.pop("model_type", None)
+    config = SpecHeadConfig(**settings)  # not from_pretrained: it warns about the model type
     head = SpecHead(config)
     state = load_file(str(path / WEIGHTS))
     missing, unexpected = head.load_state_dict(state, strict=False)

@@ -124,6 +124,19 @@ def test_context_is_added_only_when_the_window_does_not_start_at_the_top() -> No
     assert long.context_used and long.text.startswith("import os\n")
 
 
+def test_a_header_being_typed_inside_the_window_never_enters_the_context() -> None:
+    builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
+    lines = _lines(1000)
+    starts = set()
+    for typed in ("def f", "def fo", "def foo(a", "def foo(a):"):
+        doc = lines[:998] + [typed] + lines[999:]
+        # The syntax layer names the enclosing def as context while its line is typed.
+        prompt = builder.build("c", doc, 998, len(typed), context=f"import os\n{typed}")
+        assert prompt.text.startswith("import os\n") and prompt.text.count(typed) == 1
+        starts.add(prompt.text[: -len(typed)])
+    assert len(starts) == 1  # everything before the typed text is the same at each keystroke
+
+
 def test_after_indentation_only_the_prefix_layout_leaves_the_last_blank_out_of_the_prompt() -> None:
     lines = ["def f(x):", "    "]
     plain = PromptBuilder("none", context_tokens=256, max_new_tokens=16).build("a", lines, 1, 4)
