@@ -190,6 +190,8 @@ def _span(lines: list[str], start: int, row: int, col: int) -> int:
 
 def _dedupe_context(context: str, window: list[str]) -> str:
     """Context lines not already in the window, ending with a newline (or "")."""
-    seen = set(window)
-    kept = [line for line in context.splitlines() if line.strip() and line not in seen]
+    # Compared without trailing blanks: the line being typed ("    x = ") is in the window as
+    # typed, while the syntax layer may name it trimmed ("    x =").
+    seen = {line.rstrip() for line in window}
+    kept = [line for line in context.splitlines() if line.strip() and line.rstrip() not in seen]
     return "\n".join(kept) + "\n" if kept else ""

@@ -151,7 +151,7 @@ class SpecEngine:
             method = "ngram"
         stats = GenerationStats(method=method)
         run = _Run(request, stats)
-        prompt = self.encode(request.prompt)[-self.options.context_tokens :]
+        prompt = self._window(self.encode(request.prompt))
         stats.prompt_tokens = len(prompt)
         if not prompt or request.max_new_tokens <= 0:
             stats.stop_reason = "max_tokens"
@@ -174,6 +174,16 @@ class SpecEngine:
         return GenerationResult(run.text, run.generated, stats)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _window(self, ids: list[int]) -> list[int]:
+        """The last `context_tokens` of a prompt, cut in steps of `prefill_chunk` tokens: a cut
+        by the exact count would shift the first token at every keystroke and no KV could be
+        reused; this one stays put until the prompt grows by another step."""
+        over = len(ids) - self.options.context_tokens
+        if over <= 0:
+            return ids
+        step = max(1, self.options.prefill_chunk)
+        return ids[-(-over // step) * step :]
 
     def _draft_state(self, target: ModelState) -> ModelState | HeadDraftState:
         if self.head is not None:

@@ -134,3 +134,22 @@ def test_a_prefill_cancelled_between_chunks_keeps_its_chunks_for_the_next_reques
     cold = make_engine(target, tokenizer).generate(request(prompt + " x", None))
     assert again.token_ids == cold.token_ids
     assert n > 24
+
+
+def test_a_prompt_longer_than_the_context_is_cut_in_steps_so_typing_still_reuses_kv(
+    target, tokenizer
+) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, context_tokens=64, prefill_chunk=16)
+    prompt = "".join(CODE_PROMPTS)
+    assert len(engine.encode(prompt)) > 80
+    engine.generate(request(prompt, "doc"))
+    reused = []
+    for ch in "total_sum":
+        prompt += ch
+        warm = engine.generate(request(prompt, "doc"))
+        assert warm.stats.prompt_tokens <= 64
+        reused.append(warm.stats.reused_tokens)
+        cold = make_engine(target, tokenizer, context_tokens=64, prefill_chunk=16)
+        assert warm.token_ids == cold.generate(request(prompt, None)).token_ids
+    # Most keystrokes keep the window's first token, so nearly all of it comes from the cache.
+    assert sum(r >= 40 for r in reused) >= len(reused) - 2
