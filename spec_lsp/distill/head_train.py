@@ -207,11 +207,13 @@ def agreement(
     features (`agreement`, the first draft token) and from its own predicted feature one step
     earlier (`agreement2`, the second). `top1[b, i]` is the target's greedy token after x_i."""
     head.eval()
+    dev = head.device
+    tokens, top1 = tokens.to(dev), top1.to(dev)
     hits = hits2 = total = total2 = 0
     for r in range(feats.shape[0]):
-        f = feats[r : r + 1].float()
+        f = feats[r : r + 1].to(dev).float()
         n = f.shape[1]
-        pos = torch.arange(n - 1)[None]
+        pos = torch.arange(n - 1, device=dev)[None]
         pred, _ = head(f[:, :-1], tokens[r : r + 1, 1:], pos)
         got = head.vocab_ids[head.restricted_logits(pred).argmax(-1)]  # predicts x_{i+2}
         want = top1[r : r + 1, 1:]
@@ -320,7 +322,10 @@ def distill_head(
         scores["train_agreement"] = trained["agreement"]
         return scores
 
-    head = build_head(teacher, vocab_ids, cfg, source)
+    # The head trains where the teacher runs (a GPU when there is one); features stay on the CPU
+    # and each batch is moved over.
+    device = teacher.model.device
+    head = build_head(teacher, vocab_ids, cfg, source).to(device)
     head.lm_head.weight.requires_grad_(not cfg.freeze_output)
     params = [p for p in head.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
@@ -338,7 +343,8 @@ def distill_head(
             group["lr"] = lr_at(state.step, cfg)
         rows = batch_rows(state.step, cfg, len(train_rows))
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + state.step)
-        loss, parts = loss_on(head, train_feats[rows].float(), train_rows[rows], scale, cfg, gen)
+        feats, tokens = train_feats[rows].to(device).float(), train_rows[rows].to(device)
+        loss, parts = loss_on(head, feats, tokens, scale, cfg, gen)
         state.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
