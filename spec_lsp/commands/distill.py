@@ -81,14 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from spec_lsp.distill.corpus import CorpusError
-    from spec_lsp.distill.train import (
-        DistillConfig,
-        DistillError,
-        Teacher,
-        distill,
-        vocab_fingerprint,
-    )
-    from spec_lsp.engine.loading import ModelLoadError, load_model, load_tokenizer, pick_device
+    from spec_lsp.distill.train import DistillConfig, DistillError, distill
+    from spec_lsp.engine.loading import ModelLoadError
     from spec_lsp.presets import PresetError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
@@ -110,12 +104,7 @@ def run(args: argparse.Namespace) -> int:
         lr=args.lr,
     )
     try:
-        source, _ = _resolve_target(args.target)
-        device = pick_device(args.device)
-        tokenizer = load_tokenizer(source, args.trust_remote_code)
-        model = load_model(source, device, torch.float32, args.trust_remote_code)
-        model.requires_grad_(False)
-        teacher = Teacher(model, tokenizer, vocab_fingerprint(tokenizer))
+        teacher, source = _teacher(args)
         bar = tqdm(total=cfg.steps, desc="distill", unit="step", mininterval=5.0)
 
         def progress(step: int, total: int, record: dict[str, float]) -> None:
@@ -196,9 +185,9 @@ def run_head(args: argparse.Namespace) -> int:
             bar.close()
         if args.no_report:
             return 0
-        from spec_lsp.distill.report import write_head_report
+        from spec_lsp.distill.report import write_report
 
-        report = write_head_report(Path(args.out), teacher, source, state.history)
+        report = write_report(Path(args.out), teacher, source, state.history)
     except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
         print(f"spec-lsp distill: {exc}", file=sys.stderr)
         return 1

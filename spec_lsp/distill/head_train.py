@@ -16,24 +16,26 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from spec_lsp.distill.corpus import build_corpus, coverage, top_tokens, windows
+from spec_lsp.distill.corpus import coverage, top_tokens, windows
 from spec_lsp.distill.head import SpecHead, SpecHeadConfig, save_head
 from spec_lsp.distill.train import (
-    DistillError,
     Teacher,
+    cosine_lr,
+    epoch_rows,
+    load_corpus,
+    read_checkpoint,
     separator_id,
     teacher_hidden,
+    write_checkpoint,
 )
 
 log = logging.getLogger(__name__)
@@ -146,21 +148,11 @@ def record_features(
 
 
 def lr_at(step: int, cfg: HeadConfig) -> float:
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+    return cosine_lr(step, cfg.lr, cfg.warmup, cfg.steps, 0.05)
 
 
 def batch_rows(step: int, cfg: HeadConfig, n: int) -> torch.Tensor:
-    start = step * cfg.batch
-    epoch, offset = divmod(start, n)
-    rows: list[int] = []
-    while len(rows) < cfg.batch:
-        perm = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed * 7919 + epoch))
-        rows.extend(perm[offset : offset + cfg.batch - len(rows)].tolist())
-        epoch, offset = epoch + 1, 0
-    return torch.tensor(rows)
+    return epoch_rows(step, cfg.batch, n, cfg.seed * 7919)
 
 
 def _kd(teacher_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
@@ -237,43 +229,17 @@ def save_checkpoint(state: HeadTrainState, cfg: HeadConfig, fingerprint: str, ou
         "fingerprint": fingerprint,
         "history": state.history,
     }
-    tmp = out / (CHECKPOINT + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, out / CHECKPOINT)
+    write_checkpoint(payload, out / CHECKPOINT)
 
 
 def load_checkpoint(state: HeadTrainState, cfg: HeadConfig, fingerprint: str, out: Path) -> bool:
-    path = out / CHECKPOINT
-    if not path.exists():
+    saved = read_checkpoint(out / CHECKPOINT, asdict(cfg), fingerprint, SHAPE_KEYS)
+    if saved is None:
         return False
-    saved = torch.load(path, weights_only=False)
-    if saved["fingerprint"] != fingerprint:
-        raise DistillError(
-            f"the checkpoint in {out} was trained for a target with a different tokenizer "
-            f"(vocabulary {saved['fingerprint']} vs {fingerprint}); use another --out directory"
-        )
-    changed = [k for k in SHAPE_KEYS if saved["config"].get(k) != getattr(cfg, k)]
-    if changed:
-        raise DistillError(
-            f"the checkpoint in {out} was made with different options ({', '.join(changed)}); "
-            "resume with the same options or use another --out directory"
-        )
     state.head.load_state_dict(saved["head"], strict=False)
     state.optimizer.load_state_dict(saved["optimizer"])
     state.step, state.history = int(saved["step"]), list(saved["history"])
     return True
-
-
-def load_corpus(cfg: HeadConfig, teacher: Teacher, out: Path) -> tuple[Any, Any, dict[str, Any]]:
-    path = out / "cache" / "corpus.pt"
-    if path.exists():
-        saved = torch.load(path)
-        return saved["train"], saved["heldout"], saved["meta"]
-    sep = separator_id(teacher.tokenizer)
-    corpus = build_corpus(cfg.corpus, teacher.tokenizer, sep, cfg.heldout_every)
-    meta = {"train_files": corpus.train_files, "heldout_files": corpus.heldout_files}
-    torch.save({"train": corpus.train, "heldout": corpus.heldout, "meta": meta}, path)
-    return corpus.train, corpus.heldout, meta
 
 
 def distill_head(
@@ -287,7 +253,9 @@ def distill_head(
     and writes it to `cfg.out`."""
     out = Path(cfg.out)
     (out / "cache").mkdir(parents=True, exist_ok=True)
-    train_ids, held_ids, meta = load_corpus(cfg, teacher, out)
+    train_ids, held_ids, meta = load_corpus(
+        cfg.corpus, cfg.heldout_every, teacher.tokenizer, out / "cache" / "corpus.pt"
+    )
     vocab_size = teacher.model.config.vocab_size
     vocab_ids = top_tokens(
         train_ids, cfg.draft_vocab, vocab_size, [separator_id(teacher.tokenizer)]

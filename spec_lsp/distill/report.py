@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from spec_lsp.distill.model import SpecDraftForCausalLM, load_draft
+from spec_lsp.distill.model import load_draft
 
 PROMPT_TOKENS = 192
 
@@ -150,42 +150,24 @@ def write_report(
     prompts: int = 6,
     max_new_tokens: int = 32,
 ) -> dict[str, Any]:
-    """Measures the draft written in `out` against the target and writes `out/report.json`."""
+    """Measures the draft (a decoder or a feature head) written in `out` against the target and
+    writes `out/report.json`."""
+    from spec_lsp.distill.head import is_head_dir, load_head
+
     target = teacher.model
-    draft: SpecDraftForCausalLM = load_draft(
-        out, embeddings=target.get_input_embeddings().weight.detach()
-    )
+    embeddings = target.get_input_embeddings().weight.detach()
+    head = is_head_dir(out)
+    draft = load_head(out, embeddings) if head else load_draft(out, embeddings=embeddings)
     draft = draft.to(target.device)
     texts = heldout_prompts(out, teacher.tokenizer, prompts)
     first = list(teacher.tokenizer(texts[0], add_special_tokens=False)["input_ids"])
-    cost = cost_ratio(target, draft, first)
+    cost = (head_cost_ratio if head else cost_ratio)(target, draft, first)
     engine = engine_figures(target, teacher.tokenizer, draft, texts, max_new_tokens)
     report = summarize(draft, target, source, history, cost, engine)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    return report
-
-
-def write_head_report(
-    out: Path,
-    teacher: Any,
-    source: str,
-    history: list[dict[str, float]],
-    prompts: int = 6,
-    max_new_tokens: int = 32,
-) -> dict[str, Any]:
-    """Measures the feature head written in `out` against the target; writes `out/report.json`."""
-    from spec_lsp.distill.head import load_head
-
-    target = teacher.model
-    head = load_head(out, target.get_input_embeddings().weight.detach()).to(target.device)
-    texts = heldout_prompts(out, teacher.tokenizer, prompts)
-    first = list(teacher.tokenizer(texts[0], add_special_tokens=False)["input_ids"])
-    cost = head_cost_ratio(target, head, first)
-    engine = engine_figures(target, teacher.tokenizer, head, texts, max_new_tokens)
-    report = summarize(head, target, source, history, cost, engine)
-    report["summary"]["heldout_agreement_second"] = next(
-        (h["agreement2"] for h in reversed(history) if "agreement2" in h), None
-    )
+    if head:
+        report["summary"]["heldout_agreement_second"] = next(
+            (h["agreement2"] for h in reversed(history) if "agreement2" in h), None
+        )
     (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
 

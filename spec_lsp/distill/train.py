@@ -138,24 +138,32 @@ def build_draft(
     return draft
 
 
+def cosine_lr(step: int, lr: float, warmup: int, steps: int, floor: float) -> float:
+    """Linear warm-up, then cosine decay from `lr` to `floor * lr` at `steps`."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    t = (step - warmup) / max(1, steps - warmup)
+    return lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+
+
 def lr_at(step: int, cfg: DistillConfig) -> float:
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+    return cosine_lr(step, cfg.lr, cfg.warmup, cfg.steps, 0.1)
+
+
+def epoch_rows(step: int, batch: int, n_windows: int, seed: int) -> torch.Tensor:
+    """The window indices of `step`: a seeded permutation per epoch, a function of the step only."""
+    epoch, offset = divmod(step * batch, n_windows)
+    rows: list[int] = []
+    while len(rows) < batch:
+        gen = torch.Generator().manual_seed(seed + epoch)
+        perm = torch.randperm(n_windows, generator=gen).tolist()
+        rows.extend(perm[offset : offset + batch - len(rows)])
+        epoch, offset = epoch + 1, 0
+    return torch.tensor(rows)
 
 
 def batch_rows(step: int, cfg: DistillConfig, n_windows: int) -> torch.Tensor:
-    """The window indices of `step`: a seeded permutation per epoch, a function of the step only."""
-    start = step * cfg.batch
-    epoch, offset = divmod(start, n_windows)
-    rows: list[int] = []
-    while len(rows) < cfg.batch:
-        gen = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
-        perm = torch.randperm(n_windows, generator=gen).tolist()
-        rows.extend(perm[offset : offset + cfg.batch - len(rows)])
-        epoch, offset = epoch + 1, 0
-    return torch.tensor(rows)
+    return epoch_rows(step, cfg.batch, n_windows, cfg.seed * 100_003)
 
 
 def loss_on(
@@ -218,6 +226,35 @@ def heldout_set(
     return inputs, top1
 
 
+def write_checkpoint(payload: dict[str, Any], path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)  # atomic: an interrupted save leaves the previous one
+
+
+def read_checkpoint(
+    path: Path, options: dict[str, Any], fingerprint: str, keys: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The checkpoint at `path` (None if there is none), refused when it was made for another
+    tokenizer or with other values of the `keys` options."""
+    if not path.exists():
+        return None
+    saved: dict[str, Any] = torch.load(path, weights_only=False)
+    out = path.parent
+    if saved["fingerprint"] != fingerprint:
+        raise DistillError(
+            f"the checkpoint in {out} was trained for a target with a different tokenizer "
+            f"(vocabulary {saved['fingerprint']} vs {fingerprint}); use another --out directory"
+        )
+    changed = [k for k in keys if saved["config"].get(k) != options.get(k)]
+    if changed:
+        raise DistillError(
+            f"the checkpoint in {out} was made with different options ({', '.join(changed)}); "
+            "resume with the same options or use another --out directory"
+        )
+    return saved
+
+
 def save_checkpoint(state: TrainState, cfg: DistillConfig, fingerprint: str, out: Path) -> None:
     trainable = {
         k: v for k, v in state.draft.state_dict().items() if k != "model.embed_tokens.weight"
@@ -230,32 +267,30 @@ def save_checkpoint(state: TrainState, cfg: DistillConfig, fingerprint: str, out
         "fingerprint": fingerprint,
         "history": state.history,
     }
-    tmp = out / (CHECKPOINT + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, out / CHECKPOINT)  # atomic: an interrupted save leaves the previous one
+    write_checkpoint(payload, out / CHECKPOINT)
 
 
 def load_checkpoint(state: TrainState, cfg: DistillConfig, fingerprint: str, out: Path) -> bool:
-    path = out / CHECKPOINT
-    if not path.exists():
+    saved = read_checkpoint(out / CHECKPOINT, asdict(cfg), fingerprint, SHAPE_KEYS)
+    if saved is None:
         return False
-    saved = torch.load(path, weights_only=False)
-    if saved["fingerprint"] != fingerprint:
-        raise DistillError(
-            f"the checkpoint in {out} was trained for a target with a different tokenizer "
-            f"(vocabulary {saved['fingerprint']} vs {fingerprint}); use another --out directory"
-        )
-    old = saved["config"]
-    changed = [k for k in SHAPE_KEYS if old.get(k) != getattr(cfg, k)]
-    if changed:
-        raise DistillError(
-            f"the checkpoint in {out} was made with different options ({', '.join(changed)}); "
-            "resume with the same options or use another --out directory"
-        )
     state.draft.load_state_dict(saved["draft"], strict=False)
     state.optimizer.load_state_dict(saved["optimizer"])
     state.step, state.history = int(saved["step"]), list(saved["history"])
     return True
+
+
+def load_corpus(
+    sources: list[str], heldout_every: int, tokenizer: Any, path: Path
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]]:
+    """Training ids, held-out ids and their file counts: tokenized once, then read from `path`."""
+    if path.exists():
+        saved = torch.load(path)
+        return saved["train"], saved["heldout"], saved["meta"]
+    corpus = build_corpus(sources, tokenizer, separator_id(tokenizer), heldout_every)
+    meta = {"train_files": corpus.train_files, "heldout_files": corpus.heldout_files}
+    torch.save({"train": corpus.train, "heldout": corpus.heldout, "meta": meta}, path)
+    return corpus.train, corpus.heldout, meta
 
 
 Progress = Callable[[int, int, dict[str, float]], None]
@@ -272,16 +307,9 @@ def distill(
     out = Path(cfg.out)
     (out / "cache").mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
-    corpus_path = out / "cache" / "corpus.pt"
-    if corpus_path.exists():
-        saved = torch.load(corpus_path)
-        train_ids, held_ids, meta = saved["train"], saved["heldout"], saved["meta"]
-    else:
-        sep = separator_id(teacher.tokenizer)
-        corpus = build_corpus(cfg.corpus, teacher.tokenizer, sep, cfg.heldout_every)
-        train_ids, held_ids = corpus.train, corpus.heldout
-        meta = {"train_files": corpus.train_files, "heldout_files": corpus.heldout_files}
-        torch.save({"train": train_ids, "heldout": held_ids, "meta": meta}, corpus_path)
+    train_ids, held_ids, meta = load_corpus(
+        cfg.corpus, cfg.heldout_every, teacher.tokenizer, out / "cache" / "corpus.pt"
+    )
     vocab_size = teacher.model.config.vocab_size
     vocab_ids = top_tokens(
         train_ids, cfg.draft_vocab, vocab_size, [separator_id(teacher.tokenizer)]

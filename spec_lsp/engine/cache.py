@@ -65,7 +65,9 @@ class ModelState:
     def __init__(self, model: PreTrainedModel, features: bool = False) -> None:
         self.model = model
         self._base = enable_features(model) if features else None
-        self.features: torch.Tensor | None = None  # [len(tokens), H] when tracked
+        # Tracked features live in a buffer that grows by doubling, so that appending the few
+        # tokens of a keystroke or a verify step does not copy the whole context each time.
+        self._buffer: torch.Tensor | None = None
         # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -75,10 +77,29 @@ class ModelState:
     def __len__(self) -> int:
         return len(self.tokens)
 
+    @property
+    def features(self) -> torch.Tensor | None:
+        """[len(tokens), H] the final hidden state at every covered position, when tracked."""
+        if self._buffer is None or not self.tokens:
+            return None
+        return self._buffer[: len(self.tokens)]
+
+    def _store_features(self, start: int, new: torch.Tensor) -> None:
+        end = start + new.shape[0]
+        buf = self._buffer
+        if buf is None or buf.shape[0] < end or buf.dtype != new.dtype:
+            grown = new.new_empty(
+                (max(end, 2 * (buf.shape[0] if buf is not None else 0)), new.shape[1])
+            )
+            if buf is not None and start > 0:
+                grown[:start] = buf[:start]
+            self._buffer = buf = grown
+        buf[start:end] = new
+
     def reset(self) -> None:
         self.cache = None
         self.tokens = []
-        self.features = None
+        self._buffer = None
 
     def truncate(self, length: int) -> None:
         """Keeps the first `length` cached tokens (rollback)."""
@@ -89,8 +110,6 @@ class ModelState:
             return
         self.cache.crop(-(len(self.tokens) - length))  # transformers 5: a negative count
         self.tokens = self.tokens[:length]
-        if self.features is not None:
-            self.features = self.features[:length]
 
     @torch.inference_mode()
     def advance(self, tokens: list[int], keep: int = 1, hidden: bool = False) -> Advance:
@@ -115,9 +134,7 @@ class ModelState:
         )
         self.tokens = list(tokens)
         if self._base is not None:
-            new = self._base._spec_lsp_features[0].detach()  # type: ignore[index]
-            kept = self.features[:reuse] if self.features is not None and reuse > 0 else None
-            self.features = new if kept is None else torch.cat([kept, new])
+            self._store_features(reuse, self._base._spec_lsp_features[0].detach())  # type: ignore[index]
         last_hidden = out.hidden_states[-1][0, -keep:] if hidden else None
         return Advance(
             logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
