@@ -14,9 +14,10 @@ from typing import Literal, Protocol
 
 DraftMethod = Literal["off", "ngram", "draft", "both"]
 
-# Called with the text generated so far; returns the length of text to keep when the syntactic
-# unit is complete (generation stops there), or None to go on.
-StopCallback = Callable[[str], "int | None"]
+# The stop callback, defined here once for every layer: called with the text generated so far,
+# it returns the length of text to keep when the syntactic unit is complete (generation stops
+# there), or None to go on.
+StopFn = Callable[[str], "int | None"]
 # Called with each new piece of decoded text as it is generated.
 TextCallback = Callable[[str], None]
 
@@ -44,7 +45,7 @@ class GenerationRequest:
     top_p: float = 1.0
     seed: int | None = None
     stop_strings: tuple[str, ...] = ()
-    stop_callback: StopCallback | None = None
+    stop_callback: StopFn | None = None
     on_text: TextCallback | None = None
     cancel: CancelToken | None = None
     method: str | None = None  # a DraftMethod; None: the engine's default
