@@ -2,45 +2,15 @@
 
 This module owns the server's copy of each open document and the conversion between LSP
 positions (UTF-16 code units by default, UTF-8 or UTF-32 when negotiated) and (row, col) in Python
-characters, the unit the syntax layer and the prompt builder use. It knows nothing of pygls.
+characters, the unit the syntax layer and the prompt builder use (the unit arithmetic itself is
+`positions.py`'s). It knows nothing of pygls.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-Encoding = str  # "utf-16" | "utf-8" | "utf-32"
-
-
-def _units(ch: str, encoding: Encoding) -> int:
-    cp = ord(ch)
-    if encoding == "utf-32":
-        return 1
-    if encoding == "utf-8":
-        return 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
-    return 2 if cp > 0xFFFF else 1
-
-
-def units_len(text: str, encoding: Encoding) -> int:
-    if encoding == "utf-32" or text.isascii():
-        return len(text)
-    return sum(_units(ch, encoding) for ch in text)
-
-
-def col_from_units(line: str, units: int, encoding: Encoding) -> int:
-    """Character column of `units` code units into `line`, clamped to the line's end.
-
-    A position inside a surrogate pair (or a UTF-8 sequence) rounds down to the character start.
-    """
-    if encoding == "utf-32" or line.isascii():
-        return min(units, len(line))
-    seen = 0
-    for i, ch in enumerate(line):
-        width = _units(ch, encoding)
-        if seen + width > units:
-            return i
-        seen += width
-    return len(line)
+from spec_lsp.positions import Encoding, col_from_units
 
 
 @dataclass
@@ -80,9 +50,6 @@ class Document:
         prefix = "\n".join(self.lines[:row] + [self.lines[row][:col]])
         suffix = "\n".join([self.lines[row][col:]] + self.lines[row + 1 :])
         return prefix, suffix
-
-    def units_of(self, text: str, encoding: Encoding) -> int:
-        return units_len(text, encoding)
 
 
 class DocumentStore:

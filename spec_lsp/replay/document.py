@@ -1,7 +1,8 @@
 """The replayer's copy of each open document: text, version, and LSP positions in any encoding.
 
 Positions on the wire count UTF-16 code units by default (or UTF-8 bytes / code points when the
-session says so); inside, offsets count Python str characters.
+session says so); inside, offsets count Python str characters. The unit arithmetic is
+`spec_lsp.positions`'s, shared with the server's documents.
 """
 
 from __future__ import annotations
@@ -9,23 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
-def _units(ch: str, encoding: str) -> int:
-    if encoding == "utf-16":
-        return 2 if ord(ch) > 0xFFFF else 1
-    if encoding == "utf-8":
-        return len(ch.encode("utf-8"))
-    return 1
+from spec_lsp.positions import Encoding, col_from_units, units_len
 
 
-def units_len(text: str, encoding: str) -> int:
-    """Length of `text` in the encoding's code units."""
-    if encoding == "utf-32":
-        return len(text)
-    return sum(_units(ch, encoding) for ch in text)
-
-
-def offset_of(text: str, line: int, character: int, encoding: str = "utf-16") -> int:
+def offset_of(text: str, line: int, character: int, encoding: Encoding = "utf-16") -> int:
     """The str offset of an LSP position; positions past a line's end clamp to it."""
     start = 0
     for _ in range(line):
@@ -35,15 +23,10 @@ def offset_of(text: str, line: int, character: int, encoding: str = "utf-16") ->
         start = nl + 1
     end = text.find("\n", start)
     end = len(text) if end < 0 else end
-    units = 0
-    offset = start
-    while offset < end and units < character:
-        units += _units(text[offset], encoding)
-        offset += 1
-    return offset
+    return start + col_from_units(text[start:end], character, encoding)
 
 
-def position_of(text: str, offset: int, encoding: str = "utf-16") -> dict[str, int]:
+def position_of(text: str, offset: int, encoding: Encoding = "utf-16") -> dict[str, int]:
     """The LSP position of a str offset."""
     line = text.count("\n", 0, offset)
     line_start = text.rfind("\n", 0, offset) + 1

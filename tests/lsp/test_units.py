@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec_lsp.config import Options, merge, settings_section, to_wire
-from spec_lsp.documents import Document, col_from_units, units_len
+from spec_lsp.documents import Document
+from spec_lsp.positions import col_from_units, units_len
 from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, after_lead, unlead
 
 # -- options ---------------------------------------------------------------------------------
