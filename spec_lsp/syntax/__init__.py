@@ -6,15 +6,20 @@ and its grammar packages only: nothing of torch, pygls or lsprotocol. An unknown
 back to line and indentation rules; nothing here raises on odd input.
 """
 
+from spec_lsp.syntax.cutter import Cutter, cutter_for
 from spec_lsp.syntax.languages import LanguageSpec, spec_for
 from spec_lsp.syntax.service import SyntaxService
 from spec_lsp.syntax.trim import Trimmer, completion_mode, trim_completion
+from spec_lsp.syntax.units import Mode
 
 __all__ = [
+    "Cutter",
+    "Mode",
     "LanguageSpec",
     "SyntaxService",
     "Trimmer",
     "completion_mode",
+    "cutter_for",
     "spec_for",
     "trim_completion",
 ]

@@ -8,13 +8,17 @@ on the completion text with a plan computed when it was created.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
 from spec_lsp.syntax.context import build_context
+from spec_lsp.syntax.cutter import Cutter, plain_cutter
 from spec_lsp.syntax.document import Document
 from spec_lsp.syntax.languages import spec_for
 from spec_lsp.syntax.trim import Trimmer, _as_mode
+
+log = logging.getLogger(__name__)
 
 
 class SyntaxService:
@@ -64,6 +68,31 @@ class SyntaxService:
             return doc.tree if doc is not None else None
 
     # -- questions at a cursor ------------------------------------------------------------------
+
+    def cutter(self, uri: str, row: int, col: int) -> Cutter:
+        """The mode, stop callback and trim at a cursor, built once per request; never None: an
+        unknown document gets the language-independent rules."""
+        with self._lock:
+            doc = self._docs.get(uri)
+            if doc is None:
+                return plain_cutter()
+            prefix, suffix = doc.split(row, col)
+            fallback = plain_cutter(prefix, suffix)
+            if doc.parser is None and doc.spec.name == "plain":
+                return fallback
+            try:
+                trimmer = Trimmer(
+                    doc.spec,
+                    prefix,
+                    suffix,
+                    tree=doc.tree,
+                    parser=doc.parser,
+                    comments=self.complete_in_comments,
+                )
+            except Exception:
+                log.exception("syntax rules failed at %s:%d:%d", uri, row, col)
+                return fallback
+            return Cutter(trimmer, self._lock, fallback=fallback)
 
     def _trimmer(self, uri: str, row: int, col: int, mode: str | None) -> Trimmer | None:
         with self._lock:
