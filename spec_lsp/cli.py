@@ -1,24 +1,19 @@
 """`spec-lsp` command line: one subcommand per area, each registered by its own module.
 
-Each module in `COMMAND_MODULES` has `register(subparsers)` which adds its subcommand(s) and sets
-`func` on the parser. Modules import torch lazily, so `spec-lsp --help` stays fast.
+This module owns the top-level parser and nothing else. Each module in `COMMANDS` has
+`register(subparsers)`, which adds its subcommand(s) and sets `func` on the parser; the work
+happens in `spec_lsp/` proper. Command modules import torch, pygls and the engine inside their
+functions, so `spec-lsp --help` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-COMMAND_MODULES = (
-    "spec_lsp.commands.complete",  # complete FILE:LINE:COL
-    "spec_lsp.commands.models",  # models list
-    "spec_lsp.commands.bench",  # bench engine
-    "spec_lsp.commands.serve",  # serve (issue 4)
-    "spec_lsp.commands.trim",  # trim (issue 3)
-    "spec_lsp.commands.replay",  # record, replay (issue 5)
-    "spec_lsp.commands.distill",  # distill (issue 8)
-)
+from spec_lsp.commands import bench, complete, distill, models, replay, serve, trim
+
+COMMANDS = (complete, models, bench, serve, trim, replay, distill)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Code-completion language server with speculative decoding on local models.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:  # a real missing dependency inside the module: surface it
-                raise
-            continue  # that area is not built yet
+    for module in COMMANDS:
         module.register(sub)
     return parser
 

@@ -1,14 +1,24 @@
-"""`spec-lsp bench engine|...`: benchmarks that print a table and write JSON."""
+"""`spec-lsp bench engine|server|syntax`: the argument parser for the benchmarks.
+
+Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
+when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
+Benchmarks print a table and write JSON; they are never timed asserts.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("bench", help="benchmarks (print figures; never timed asserts)")
     bsub = p.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
+    _register_engine(bsub)
+    _register_server(bsub)
+    _register_syntax(bsub)
+
+
+def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     e = bsub.add_parser(
         "engine", help="engine modes vs transformers generate/assisted, same prompts"
     )
@@ -31,15 +41,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "preset's draft is a feature head that transformers' assisted generation cannot run",
     )
     e.set_defaults(func=cmd_engine)
-    # Other areas add their own benchmarks (e.g. `bench server`) through a module of their own.
-    for name in ("spec_lsp.commands.bench_server", "spec_lsp.commands.bench_syntax"):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register_bench(bsub)
+
+
+def _register_server(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser("server", help="language server figures: typing through, stop, RSS, KV")
+    p.add_argument("--preset", default="bundled")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--chars", type=int, default=120, help="characters typed one at a time")
+    p.add_argument("--docs", type=int, default=100, help="documents opened and completed in")
+    p.add_argument("--supersedes", type=int, default=10, help="generations cancelled mid-way")
+    p.add_argument("--max-tokens", type=int, default=16, help="maxTokens while typing")
+    p.add_argument("--phases", default="typing,supersede,memory", help="which figures to measure")
+    p.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    p.set_defaults(func=cmd_server)
+
+
+def _register_syntax(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser("syntax", help="tokens generated with and without the syntax stop callback")
+    p.add_argument("--preset", default="bundled")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--prompts", type=int, default=12)
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON")
+    p.set_defaults(func=cmd_syntax)
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
@@ -59,3 +83,29 @@ def cmd_engine(args: argparse.Namespace) -> int:
     except ModelLoadError as exc:
         print(f"spec-lsp: {exc}")
         return 1
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.server import main
+    from spec_lsp.replay.client import ServerError
+
+    try:
+        return main(
+            args.preset,
+            args.device,
+            args.chars,
+            args.docs,
+            args.supersedes,
+            args.max_tokens,
+            args.phases,
+            args.json,
+        )
+    except ServerError as exc:
+        print(f"spec-lsp: {exc}")
+        return 1
+
+
+def cmd_syntax(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.syntax import main
+
+    return main(args.preset, args.device, args.max_new_tokens, args.prompts, args.json)

@@ -1,4 +1,6 @@
-"""A minimal LSP client over a server subprocess's stdio, for the replayer.
+"""A minimal LSP client over a server subprocess's stdio: the package's one JSON-RPC client.
+
+The replayer and `bench server` speak to a real server through it, as an editor would.
 
 It sends frames when told (no queueing of its own, so timing stays the replayer's), stamps every
 response with its arrival time on the event loop's clock, and answers the server's own requests
@@ -67,9 +69,15 @@ class LspClient:
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def request(self, method: str, params: Any = None, timeout: float = 30.0) -> Any:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[dict[str, Any]] = loop.create_future()
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise ServerError("the server is not running")
+        return self._proc.pid
+
+    def send_request(self, method: str, params: Any = None) -> asyncio.Future[dict[str, Any]]:
+        """Sends a request now; the future gets its whole response message when it arrives."""
+        done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
         def on_response(msg: dict[str, Any], _t: float) -> None:
             if not done.done():
@@ -79,6 +87,12 @@ class LspClient:
         if params is not None:
             msg["params"] = params
         self.send(msg, on_response)
+        return done
+
+    async def result(
+        self, done: asyncio.Future[dict[str, Any]], method: str, timeout: float = 30.0
+    ) -> Any:
+        """Waits for a sent request's response: its result, or ServerError (error, exit, timeout)."""
         closed: asyncio.Future[Any] = asyncio.ensure_future(self.closed.wait())
         try:
             waiting: set[asyncio.Future[Any]] = {done, closed}
@@ -94,6 +108,9 @@ class LspClient:
             error = response["error"] or {}
             raise ServerError(f"{method}: {error.get('message')}", error.get("code"))
         return response.get("result")
+
+    async def request(self, method: str, params: Any = None, timeout: float = 30.0) -> Any:
+        return await self.result(self.send_request(method, params), method, timeout)
 
     async def _read_loop(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None

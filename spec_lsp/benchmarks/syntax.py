@@ -4,41 +4,31 @@ Each prompt (a cursor at the start of a statement inside a function body, cut fr
 library by `spec_lsp.benchmarks.prompts`) is completed twice, greedy and cold: without a stop
 callback, then with the syntax layer's streaming stop. The cursor's line is the line being written,
 so the suffix is the file after that line. It prints tokens generated, time, how each run ended,
-and whether the trimmed suggestion is the same both ways, as a table and optionally JSON.
+and whether the trimmed suggestion is the same both ways, as a table and optionally JSON. It
+knows the engine's contract and the syntax package's Trimmer, nothing of LSP or the server.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from typing import Any
 
 
-def register_bench(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = bsub.add_parser("syntax", help="tokens generated with and without the syntax stop callback")
-    p.add_argument("--preset", default="bundled")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--prompts", type=int, default=12)
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON")
-    p.set_defaults(func=cmd_syntax)
-
-
-def cmd_syntax(args: argparse.Namespace) -> int:
+def main(preset: str, device: str, max_new: int, count: int, json_path: str | None) -> int:
     from spec_lsp.engine.loading import ModelLoadError, load_engine
 
     try:
-        engine = load_engine(args.preset, args.device)
+        engine = load_engine(preset, device)
     except ModelLoadError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 1
-    report = measure(engine, args.prompts, args.max_new_tokens)
-    report["preset"], report["device"] = args.preset, str(getattr(engine, "device", args.device))
+    report = measure(engine, count, max_new)
+    report["preset"], report["device"] = preset, str(getattr(engine, "device", device))
     _print(report)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
     return 0
 
