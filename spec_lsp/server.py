@@ -8,24 +8,36 @@ Everything else (scheduling, prompts, models) lives behind `CompletionService`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import dataclasses
 import importlib.metadata
 import itertools
+import json
 import logging
 import os
+import re
+import signal
+import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import Options, merge, settings_section
-from spec_lsp.engine.api import Backend
-from spec_lsp.worker import InferenceWorker, Loader, ProgressFn
+from spec_lsp.wire import read_frames
+from spec_lsp.worker import InferenceWorker, Loader, engine_loader
 
 log = logging.getLogger(__name__)
 
@@ -40,27 +52,15 @@ STATUS = "spec-lsp/status"
 DID_SHOW = "spec-lsp/didShowCompletion"
 DID_ACCEPT = "spec-lsp/didAcceptCompletion"
 DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
+DOCUMENT_TEXT = "spec-lsp/documentText"
 EXIT_GRACE_S = 3.0  # after `exit`, the process is ended even if a thread still blocks
+INVOKED_LOAD_WAIT_S = 10.0  # an explicitly invoked request waits this long for a loading model
+QUEUED_MESSAGES = 8  # bodies read ahead of the event loop (backpressure on a flooding client)
 
 LoaderFactory = Callable[[Options], Loader]
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
+PRESET_NAME = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,99}(?<!\.toml)")
 ARRIVAL: contextvars.ContextVar[Arrival | None] = contextvars.ContextVar("arrival", default=None)
-
-
-def engine_loader(options: Options) -> Loader:
-    """Loads the local engine (torch is imported here, in the worker thread, not at start)."""
-
-    def load(progress: ProgressFn) -> Backend:
-        from spec_lsp.engine.loading import load_engine
-
-        return load_engine(
-            options.preset,
-            device=options.device,
-            trust_remote_code=options.trust_remote_code,
-            progress=progress,
-        )
-
-    return load
 
 
 class _MalformedRequest:
@@ -71,7 +71,12 @@ class _MalformedRequest:
 
 class SpecProtocol(LanguageServerProtocol):
     """Answers a request with malformed params with InvalidParams instead of dropping it, and
-    accepts messages without `params` (JSON-RPC lets them be omitted; pygls requires the key)."""
+    accepts messages without `params` (JSON-RPC lets them be omitted; pygls requires the key).
+
+    As the LSP spec asks: before `initialize`, a request is answered ServerNotInitialized and a
+    notification other than `exit` is dropped; a second `initialize` is an InvalidRequest."""
+
+    initialize_seen = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if isinstance(data, dict) and "method" in data and "params" not in data:
@@ -90,6 +95,17 @@ class SpecProtocol(LanguageServerProtocol):
         super().handle_message(message)
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        refusal: JsonRpcException | None = None
+        if method_name == types.INITIALIZE:
+            if self.initialize_seen:
+                refusal = JsonRpcInvalidRequest("initialize may be sent only once")
+            self.initialize_seen = True
+        elif not self.initialize_seen:
+            refusal = JsonRpcServerNotInitialized(f"{method_name} before initialize")
+        if refusal is not None:
+            log.warning("refused %s: %s", method_name, refusal.message)
+            self._send_response(msg_id, None, refusal.to_response_error())
+            return
         # Runs as the message is read, in the context the handler's task will copy: note the
         # document version now, before edits read after this request are applied.
         service = self._server.service  # type: ignore[attr-defined]
@@ -98,6 +114,12 @@ class SpecProtocol(LanguageServerProtocol):
             if isinstance(uri, str):
                 ARRIVAL.set(service.arrive(uri))
         super()._handle_request(msg_id, method_name, params)
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        if not self.initialize_seen and method_name != types.EXIT:
+            log.warning("dropped %s before initialize", method_name)
+            return
+        super()._handle_notification(method_name, params)
 
 
 class SpecServer(LanguageServer):
@@ -115,7 +137,65 @@ class SpecServer(LanguageServer):
         self.service: CompletionService | None = None
         self.worker: InferenceWorker | None = None
         self.pending_warnings: list[str] = []
+        self.exit_code = 0
+        self.loaded = asyncio.Event()  # set while no load is in progress (after the first)
         self._progress_ids = itertools.count(1)
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serves over stdio until `exit`, the end of stdin, or SIGTERM; sets `exit_code`.
+
+        Frames are read by `wire.read_frames` (bounded, resynchronizing after a framing error) in
+        a daemon thread, so a read blocked on stdin never holds the process when it should end;
+        at most QUEUED_MESSAGES bodies wait for the event loop (a flooding client blocks)."""
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        # Not asyncio.run: its clean-up would cancel a model load or a generation in progress
+        # and wait for it; the caller ends the process instead (`serve`'s `leave`).
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve_stream(stdin or sys.stdin.buffer))
+        except BrokenPipeError:
+            log.error("the client closed the connection")
+        except SystemExit as exc:  # `exit`: pygls ends with sys.exit(0 after shutdown, else 1)
+            self.exit_code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            self.shutdown()
+
+    async def _serve_stream(self, stream: BinaryIO) -> None:
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+        slots = threading.Semaphore(QUEUED_MESSAGES)
+
+        def end(reason: str) -> None:
+            if not ended.done():
+                log.info("stopping: %s", reason)
+                ended.set_result(None)
+
+        def handle(body: bytes) -> None:
+            slots.release()
+            try:
+                message = json.loads(body, object_hook=self.protocol.structure_message)
+                self.protocol.handle_message(message)
+            except Exception as exc:  # bad input from a client is logged, never a crash
+                log.warning("unreadable message (%d bytes): %s", len(body), type(exc).__name__)
+
+        def queue(body: bytes) -> None:
+            slots.acquire()
+            loop.call_soon_threadsafe(handle, body)
+
+        def pump() -> None:
+            try:
+                read_frames(stream, queue)
+            except (OSError, ValueError) as exc:
+                log.error("reading stdin failed: %s", exc)
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop may be gone already
+                    loop.call_soon_threadsafe(end, "end of input")
+
+        threading.Thread(target=pump, name="spec-lsp-stdin", daemon=True).start()
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(signal.SIGTERM, end, "SIGTERM")
+        await ended
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors caused by client input are answered or logged; never a popup per keystroke.
@@ -148,6 +228,7 @@ class SpecServer(LanguageServer):
     async def load_models(self) -> None:
         """Loads the configured preset in the worker, reporting $/progress when supported."""
         assert self.worker is not None and self.service is not None
+        self.loaded.clear()
         token: str | None = None
         if _supports_progress(self.client_capabilities):
             token = f"spec-lsp/load/{next(self._progress_ids)}"
@@ -175,6 +256,7 @@ class SpecServer(LanguageServer):
             self.options.preset, self.loader(self.options), progress, lambda: done.set_result(None)
         )
         await done
+        self.loaded.set()
         worker = self.worker
         if token is not None:
             message = "ready" if worker.state == "ready" else "failed"
@@ -187,6 +269,19 @@ class SpecServer(LanguageServer):
                 f"spec-lsp: could not load preset {self.options.preset!r}: {worker.error}",
                 types.MessageType.Error,
             )
+
+
+def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]:
+    """`merge`, and a preset from a client must be a name from models/ (or tiny), never a path:
+    a client can pick among the presets the user installed, not point the server at files."""
+    options, warnings = merge(current, settings)
+    if options.preset != current.preset and not PRESET_NAME.fullmatch(options.preset):
+        warnings.append(
+            f"spec-lsp: preset {options.preset!r} refused: a client may name a preset from "
+            f"models/ (spec-lsp models list), not a path; keeping {current.preset!r}"
+        )
+        options = dataclasses.replace(options, preset=current.preset)
+    return options, warnings
 
 
 def _supports_progress(caps: types.ClientCapabilities) -> bool:
@@ -253,7 +348,7 @@ def build_server(
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
-        ls.options, ls.pending_warnings = merge(ls.options, params.initialization_options)
+        ls.options, ls.pending_warnings = client_options(ls.options, params.initialization_options)
         ls.worker = InferenceWorker(asyncio.get_running_loop())
         ls.service = CompletionService(ls.worker, ls.options)
 
@@ -288,7 +383,8 @@ def build_server(
     async def text_document_inline_completion(
         ls: SpecServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
-        suggestion = await _complete(ls, params.text_document.uri, params.position)
+        invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        suggestion = await _complete(ls, params.text_document.uri, params.position, invoked)
         items = [] if suggestion is None else [lsp_inline_item(suggestion, params.position)]
         return types.InlineCompletionList(items=items)
 
@@ -307,7 +403,7 @@ def build_server(
         section = settings_section(params.settings)
         if section is None:
             return
-        options, warnings = merge(ls.options, section)
+        options, warnings = client_options(ls.options, section)
         for message in warnings:
             ls.warn(message)
         reload = options.model_key() != ls.options.model_key()
@@ -354,6 +450,12 @@ def build_server(
     def spec_lsp_status(ls: SpecServer, params: Any) -> dict[str, Any]:
         return ls.status()
 
+    @server.feature(DOCUMENT_TEXT)
+    def spec_lsp_document_text(ls: SpecServer, params: Any) -> dict[str, Any] | None:
+        uri = _param(params, "uri")
+        doc = ls.service.docs.get(uri) if ls.service is not None and isinstance(uri, str) else None
+        return None if doc is None else {"version": doc.version, "text": doc.text}
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: SpecServer, params: Any) -> None:
         if ls.worker is not None:
@@ -369,8 +471,15 @@ def build_server(
     return server
 
 
-async def _complete(ls: SpecServer, uri: str, position: types.Position) -> Suggestion | None:
+async def _complete(
+    ls: SpecServer, uri: str, position: types.Position, invoked: bool = False
+) -> Suggestion | None:
+    """`invoked`: the user asked explicitly, so a model still loading is waited for (bounded);
+    automatic requests are answered empty at once while it loads."""
     if ls.service is None:
         return None
     arrival = ARRIVAL.get()
+    if invoked and ls.worker is not None and ls.worker.state == "loading":
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ls.loaded.wait(), INVOKED_LOAD_WAIT_S)
     return await ls.service.complete(uri, position.line, position.character, ls.encoding, arrival)

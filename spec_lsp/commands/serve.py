@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import os
 import sys
+from typing import NoReturn
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,18 +43,41 @@ def setup_logging(level: str, log_file: str | None) -> None:
     logging.getLogger("pygls").setLevel("DEBUG" if level == "DEBUG" else "WARNING")
 
 
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def serve(args: argparse.Namespace) -> int:
+    tcp: tuple[str, int] | None = None
+    if args.tcp:
+        try:
+            tcp = parse_tcp(args.tcp)
+        except ValueError:
+            print(f"spec-lsp serve: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
     setup_logging(args.log_level, args.log_file)
     from spec_lsp.server import build_server
 
     server = build_server(preset=args.preset, device=args.device)
-    if args.tcp:
-        try:
-            host, port = parse_tcp(args.tcp)
-        except ValueError:
-            print(f"spec-lsp serve: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
-            return 2
-        server.start_tcp(host, port)
-    else:
-        server.start_io()
-    return 0
+    if tcp is not None:
+        if not is_loopback(tcp[0]):
+            logging.getLogger(__name__).warning(
+                "listening on %s:%d: any host that can reach it can read and send your documents "
+                "(there is no authentication); use 127.0.0.1 unless you mean it",
+                *tcp,
+            )
+        server.start_tcp(*tcp)
+        return 0
+    server.start_io()
+    leave(server.exit_code)
+
+
+def leave(code: int) -> NoReturn:
+    """Ends the process without interpreter shutdown: the stdin reader thread may still block in
+    a read, and finalizing stdin under it would abort the process instead of exiting cleanly."""
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,51 @@
+"""The server's reading side of LSP base-protocol framing: bounded and resynchronizing.
+
+Owns turning a byte stream from the client into message bodies. pygls' own loop matches
+`Content-Length: N\\r\\n` only as a whole line and reads N bytes in one allocation, so two things a
+client can send break it: a length near the memory size (one huge allocation, then a crash), and a
+body shorter or longer than its header said (the rest of the body is glued to every later header
+line, none of which matches again: the server goes deaf). Here a header is found anywhere in a
+line, a length above `MAX_MESSAGE_BYTES` is refused without reading it, and lines are read in
+bounded pieces; after any framing error the next well-formed frame is read normally.
+
+It knows nothing of JSON-RPC or pygls: bodies go to a callback as bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import BinaryIO
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a 10 MB document, JSON-escaped, fits with room to spare
+MAX_LINE_BYTES = 64 * 1024  # header lines are read in pieces of at most this many bytes
+_HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
+
+
+def read_frames(
+    stream: BinaryIO, on_body: Callable[[bytes], None], max_bytes: int = MAX_MESSAGE_BYTES
+) -> None:
+    """Calls `on_body(body)` for each frame read from `stream`, until the stream ends."""
+    length: int | None = None
+    while True:
+        line = stream.readline(MAX_LINE_BYTES)
+        if not line:
+            return
+        if line.strip():
+            match = _HEADER.search(line)
+            if match:  # the last Content-Length seen before the blank line wins
+                length = int(match.group(1))
+            continue
+        if length is None:
+            continue  # a blank line outside a header
+        size, length = length, None
+        if size == 0 or size > max_bytes:
+            log.error("refused a message of %d bytes (at most %d)", size, max_bytes)
+            continue
+        body = stream.read(size)
+        if len(body) < size:
+            return  # the stream ended inside a body
+        on_body(body)
