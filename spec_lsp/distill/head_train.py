@@ -1,4 +1,4 @@
-"""Training the feature draft head (`spec_lsp.distill.head`) with the target as teacher.
+"""Training the feature draft head (`spec_lsp.engine.head`) with the target as teacher.
 
 The teacher is run once per training window to record its final hidden states (the features the
 head reads and predicts); they are cached on disk in chunks, so an interrupted run resumes without
@@ -26,7 +26,6 @@ import torch
 import torch.nn.functional as F
 
 from spec_lsp.distill.corpus import coverage, top_tokens, windows
-from spec_lsp.distill.head import SpecHead, SpecHeadConfig, save_head
 from spec_lsp.distill.train import (
     Teacher,
     cosine_lr,
@@ -37,6 +36,7 @@ from spec_lsp.distill.train import (
     teacher_hidden,
     write_checkpoint,
 )
+from spec_lsp.engine.head import SpecHead, SpecHeadConfig, save_head
 
 log = logging.getLogger(__name__)
 CHECKPOINT = "head-checkpoint.pt"
@@ -330,6 +330,6 @@ def distill_head(
         if progress is not None:
             progress("train", state.step, cfg.steps, record)
     head.eval()
-    save_head(head, out, teacher.tokenizer)
+    save_head(head, out)
     (out / "corpus.json").write_text(json.dumps(meta, indent=2))
     return state

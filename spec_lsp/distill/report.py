@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from spec_lsp.distill.model import load_draft
+from spec_lsp.engine.draft_model import load_draft
+from spec_lsp.engine.head import HeadState, is_head_dir, load_head
 
 PROMPT_TOKENS = 192
 
@@ -113,7 +114,6 @@ def head_cost_ratio(
 ) -> dict[str, float]:
     """Median ms of one target decode step and of one head draft step (one pair, KV cache on),
     timed alternately so that a loaded machine slows both alike."""
-    from spec_lsp.distill.head import HeadState
     from spec_lsp.engine.cache import ModelState
 
     t_state = ModelState(target, features=True)
@@ -152,8 +152,6 @@ def write_report(
 ) -> dict[str, Any]:
     """Measures the draft (a decoder or a feature head) written in `out` against the target and
     writes `out/report.json`."""
-    from spec_lsp.distill.head import is_head_dir, load_head
-
     target = teacher.model
     embeddings = target.get_input_embeddings().weight.detach()
     head = is_head_dir(out)

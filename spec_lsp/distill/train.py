@@ -10,7 +10,6 @@ the step, so a run resumed from its checkpoint continues exactly where it stoppe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -25,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from spec_lsp.distill.corpus import build_corpus, coverage, top_tokens, windows
-from spec_lsp.distill.model import SpecDraftConfig, SpecDraftForCausalLM, save_draft
+from spec_lsp.engine.draft_model import SpecDraftConfig, SpecDraftForCausalLM, save_draft
 
 log = logging.getLogger(__name__)
 CHECKPOINT = "checkpoint.pt"
@@ -72,11 +71,6 @@ class TrainState:
     optimizer: torch.optim.Optimizer
     step: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
-
-
-def vocab_fingerprint(tokenizer: Any) -> str:
-    items = sorted(tokenizer.get_vocab().items())
-    return hashlib.sha1(json.dumps(items).encode()).hexdigest()[:16]
 
 
 def separator_id(tokenizer: Any) -> int:
@@ -361,6 +355,6 @@ def distill(
         if progress is not None:
             progress(state.step, cfg.steps, record)
     draft.eval()
-    save_draft(draft, out, teacher.tokenizer)
+    save_draft(draft, out)
     (out / "corpus.json").write_text(json.dumps(meta, indent=2))
     return state

@@ -5,7 +5,7 @@
   identifiers, call shapes and whole lines.
 - `ModelDrafter`: a small draft model sharing the target's vocabulary, run autoregressively on its
   own per-document KV state. Stops early when its confidence drops.
-- `HeadDrafter`: a feature draft head (EAGLE-style, `spec_lsp.distill.head`) that reads the
+- `HeadDrafter`: a feature draft head (EAGLE-style, `head`) that reads the
   target's own last hidden states, recorded by the target's `ModelState`, and extrapolates them.
 - `CombinedDrafter`: n-gram first, the draft model (or head) when lookup finds nothing.
 
@@ -19,8 +19,8 @@ from typing import Protocol
 
 import torch
 
-from spec_lsp.distill.head import HeadState, SpecHead
 from spec_lsp.engine.cache import DraftState, ModelState, common_prefix_len
+from spec_lsp.engine.head import HeadState, SpecHead
 from spec_lsp.engine.verify import probs_from_logits
 
 

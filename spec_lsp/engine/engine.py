@@ -14,12 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from spec_lsp.distill.head import SpecHead
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 from spec_lsp.engine.cache import DocState, DocumentStates, ModelState, common_prefix_len
 from spec_lsp.engine.drafters import (
@@ -32,12 +30,13 @@ from spec_lsp.engine.drafters import (
     NgramDrafter,
     Proposal,
 )
+from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 
 log = logging.getLogger(__name__)
 
 
-def kv_bytes_per_token(model: PreTrainedModel) -> int:
+def kv_bytes_per_token(model: PreTrainedModel | SpecHead) -> int:
     cfg = (
         model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     )
@@ -81,17 +80,17 @@ class SpecEngine:
         self,
         target: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        draft: PreTrainedModel | None = None,
+        draft: PreTrainedModel | SpecHead | None = None,
         options: EngineOptions | None = None,
         name: str = "",
     ) -> None:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
         # A feature head drafts from the target's hidden states instead of running on its own.
         self.head = draft if isinstance(draft, SpecHead) else None
+        self.draft_model = None if isinstance(draft, SpecHead) else draft
         self.options = options or EngineOptions()
         self.name = name
         self.device = str(target.device)
-        self.preset: Any = None  # the spec_lsp.presets.Preset it was loaded from, if any
         # With random-weight architectures whose vocabulary is smaller than the tokenizer's.
         self.vocab_limit: int | None = None
         max_tokens = self.options.max_cached_tokens or self._tokens_for_budget(
@@ -190,8 +189,8 @@ class SpecEngine:
     def _draft_state(self, target: ModelState) -> ModelState | HeadDraftState:
         if self.head is not None:
             return HeadDraftState(self.head, target)
-        assert self.draft is not None
-        return ModelState(self.draft)
+        assert self.draft_model is not None
+        return ModelState(self.draft_model)
 
     def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
         drafting = self.draft is not None and method in ("draft", "both")

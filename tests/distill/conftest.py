@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.distill.train import DistillConfig, Teacher, distill, vocab_fingerprint
-from spec_lsp.engine.loading import load_model, load_tokenizer
+from spec_lsp.distill.train import DistillConfig, Teacher, distill
+from spec_lsp.engine.sources import load_model, load_tokenizer, vocab_fingerprint
 
 TARGET = "builtin:tiny-target"
 

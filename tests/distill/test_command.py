@@ -49,7 +49,6 @@ def test_distill_command_writes_a_loadable_draft_and_a_report(
     for name in (
         "config.json",
         "model.safetensors",
-        "tokenizer.json",
         "checkpoint.pt",
         "report.json",
     ):

@@ -3,16 +3,19 @@ and what it writes is a draft the engine loads and verifies exactly."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
-from spec_lsp.distill.model import SpecDraftForCausalLM, load_draft
-from spec_lsp.distill.train import DistillError, Teacher, distill, vocab_fingerprint
+from spec_lsp.distill.train import DistillError, Teacher, distill
 from spec_lsp.engine.api import GenerationRequest
-from spec_lsp.engine.loading import ModelLoadError, load_engine, load_tokenizer
+from spec_lsp.engine.draft_model import SpecDraftForCausalLM, load_draft
+from spec_lsp.engine.loading import ModelLoadError
+from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
+from spec_lsp.presets import load_engine
 
 from .conftest import TARGET, small_config
 
@@ -69,16 +72,28 @@ def _other_tokenizer(tmp_path: Path):  # type: ignore[no-untyped-def]
     return tok
 
 
-def test_draft_with_a_mismatched_tokenizer_is_refused_by_the_engine(
+def test_written_draft_keeps_a_hash_of_the_target_vocabulary_not_its_tokenizer(
+    trained, teacher: Teacher
+) -> None:  # type: ignore[no-untyped-def]
+    cfg, _ = trained
+    out = Path(cfg.out)
+    assert not list(out.glob("tokenizer*")) and not (out / "chat_template.jinja").exists()
+    config = json.loads((out / "config.json").read_text())
+    assert config["target_fingerprint"] == vocab_fingerprint(teacher.tokenizer)
+
+
+def test_draft_distilled_for_another_tokenizer_is_refused_with_a_clear_message(
     trained, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     cfg, _ = trained
     other = tmp_path / "other-draft"
     shutil.copytree(cfg.out, other, ignore=shutil.ignore_patterns("cache", "checkpoint.pt"))
-    _other_tokenizer(tmp_path).save_pretrained(other)
+    config = json.loads((other / "config.json").read_text())
+    config["target_fingerprint"] = vocab_fingerprint(_other_tokenizer(tmp_path))
+    (other / "config.json").write_text(json.dumps(config))
     preset = tmp_path / "mismatched.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{other}"\nmethod = "draft"\n')
-    with pytest.raises(ModelLoadError, match="vocabulary"):
+    with pytest.raises(ModelLoadError, match="distilled for a target with another vocabulary"):
         load_engine(str(preset), device="cpu")
 
 

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from spec_lsp.cli import main
-from spec_lsp.distill.head import SpecHead, is_head_dir, load_head
 from spec_lsp.distill.head_train import HeadConfig, distill_head
 from spec_lsp.distill.train import Teacher
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.engine import EngineOptions
-from spec_lsp.engine.loading import ModelLoadError, load_engine, load_tokenizer
+from spec_lsp.engine.head import SpecHead, is_head_dir, load_head
+from spec_lsp.engine.loading import ModelLoadError
+from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
+from spec_lsp.presets import load_engine
 
 from .conftest import TARGET
 
@@ -97,13 +99,15 @@ def test_written_head_holds_no_embeddings_and_loads_through_a_preset_exactly(
     assert proposed > 0
 
 
-def test_head_with_a_mismatched_tokenizer_is_refused(trained_head, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_head_distilled_for_another_tokenizer_is_refused(trained_head, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cfg, _ = trained_head
     other = tmp_path / "other-head"
     shutil.copytree(cfg.out, other, ignore=shutil.ignore_patterns("cache", "*.pt"))
     tok = load_tokenizer(TARGET)
     tok.add_tokens(["<not-in-the-target-vocabulary>"])
-    tok.save_pretrained(other)
+    config = json.loads((other / "config.json").read_text())
+    config["target_fingerprint"] = vocab_fingerprint(tok)
+    (other / "config.json").write_text(json.dumps(config))
     preset = tmp_path / "mismatched.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{other}"\nmethod = "draft"\n')
     with pytest.raises(ModelLoadError, match="vocabulary"):
@@ -149,8 +153,9 @@ def test_distill_command_with_the_head_writes_a_report(corpus: list[str], tmp_pa
         + args
     )
     assert rc == 0
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "report.json"):
+    for name in ("config.json", "model.safetensors", "report.json"):
         assert (out / name).is_file(), name
+    assert not (out / "tokenizer.json").exists()  # the target's tokenizer, by hash only
     summary = json.loads((out / "report.json").read_text())["summary"]
     assert summary["identical_outputs"] is True
     assert summary["steps"] == 3

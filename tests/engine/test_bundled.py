@@ -6,7 +6,8 @@ import pytest
 
 from spec_lsp.benchmarks.prompts import bench_prompts
 from spec_lsp.engine.api import GenerationRequest
-from spec_lsp.engine.loading import is_available_offline, load_engine
+from spec_lsp.engine.loading import is_available_offline
+from spec_lsp.presets import load_engine
 
 pytestmark = pytest.mark.bundled
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from spec_lsp.distill.head import SpecHead, SpecHeadConfig
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.cache import ModelState
 from spec_lsp.engine.drafters import HeadDrafter, HeadDraftState
+from spec_lsp.engine.head import SpecHead, SpecHeadConfig
 
 from .conftest import CODE_PROMPTS, make_engine
 

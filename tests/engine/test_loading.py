@@ -8,10 +8,9 @@ from spec_lsp.engine.loading import (
     ModelLoadError,
     check_vocab,
     is_available_offline,
-    load_engine,
     pick_device,
 )
-from spec_lsp.presets import PresetError, list_presets, load_preset
+from spec_lsp.presets import PresetError, list_presets, load_engine, load_preset
 
 
 class FakeTokenizer:
@@ -63,4 +62,4 @@ def test_a_missing_local_model_is_a_load_error_not_a_crash(tmp_path) -> None:  #
 def test_tiny_preset_loads_a_draft_and_target_with_all_methods() -> None:
     engine = load_engine("tiny", device="cpu")
     assert engine.methods == ["off", "ngram", "draft", "both"]
-    assert engine.preset.name == "tiny"
+    assert engine.name == "tiny"

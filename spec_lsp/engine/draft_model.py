@@ -7,15 +7,15 @@ tokens (`vocab_ids`, full-vocabulary ids) and scatters them back into a full-voc
 (every other token gets the dtype's lowest value), so the engine and transformers' assisted
 generation use it like any causal LM sharing the target's vocabulary.
 
-The draft's own files hold only what it trained (layers, norm, restricted head, `vocab_ids`); the
-embedding matrix is the target's, read from `config.embed_source` at load time. Importing this
-module registers the architecture with transformers' Auto classes (`model_type` "spec_lsp_draft").
-Knows nothing about training or the engine.
+The draft's own files hold only what it trained (layers, norm, restricted head, `vocab_ids`) and
+its config, which names the target (`embed_source`) and a hash of the target's vocabulary
+(`target_fingerprint`) instead of a copy of its tokenizer; the embedding matrix is the target's,
+read at load time. Importing this module registers the architecture with transformers' Auto
+classes (`model_type` "spec_lsp_draft"). Knows nothing about training or the drafting loop.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,12 +27,15 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.models.llama.modeling_llama import LlamaModel, LlamaPreTrainedModel
 from transformers.utils.deprecation import deprecate_kwarg
 
+from spec_lsp.engine.sources import target_embeddings
+
 WEIGHTS = "model.safetensors"
+MODEL_TYPE = "spec_lsp_draft"
 EMBED_KEY = "model.embed_tokens.weight"
 
 
 class SpecDraftConfig(LlamaConfig):
-    model_type = "spec_lsp_draft"
+    model_type = MODEL_TYPE
 
     def __init__(
         self,
@@ -119,41 +122,12 @@ class SpecDraftForCausalLM(LlamaPreTrainedModel, GenerationMixin):
         )
 
 
-AutoConfig.register("spec_lsp_draft", SpecDraftConfig)
+AutoConfig.register(MODEL_TYPE, SpecDraftConfig)
 AutoModelForCausalLM.register(SpecDraftConfig, SpecDraftForCausalLM)
 
 
-def is_draft_dir(path: Path) -> bool:
-    cfg = path / "config.json"
-    if not cfg.is_file():
-        return False
-    return bool(json.loads(cfg.read_text()).get("model_type") == "spec_lsp_draft")
-
-
-def target_embeddings(source: str) -> torch.Tensor:
-    """The target's input embedding matrix [V, H], read without building the whole target where
-    the target is a local safetensors checkpoint."""
-    from spec_lsp.engine.loading import (  # lazy: loading imports this module
-        _source_path,
-        load_model,
-    )
-
-    if not source.startswith("builtin:"):
-        path = Path(_source_path(source, None))
-        files = sorted(path.glob("*.safetensors")) if path.is_dir() else []
-        for file in files:
-            from safetensors import safe_open
-
-            with safe_open(str(file), framework="pt") as f:
-                for key in (EMBED_KEY, "lm_head.weight"):
-                    if key in f.keys():  # noqa: SIM118 - safe_open has keys(), not __contains__
-                        return f.get_tensor(key).float()
-    target = load_model(source, "cpu", torch.float32)
-    return cast(Any, target.get_input_embeddings()).weight.detach().clone()
-
-
-def save_draft(model: SpecDraftForCausalLM, out: Path, tokenizer: Any = None) -> None:
-    """Writes config.json, model.safetensors (no embeddings) and the tokenizer files."""
+def save_draft(model: SpecDraftForCausalLM, out: Path) -> None:
+    """Writes config.json and model.safetensors (no embeddings, no tokenizer)."""
     out.mkdir(parents=True, exist_ok=True)
     state = {
         k: v.detach().contiguous().cpu() for k, v in model.state_dict().items() if k != EMBED_KEY
@@ -161,8 +135,6 @@ def save_draft(model: SpecDraftForCausalLM, out: Path, tokenizer: Any = None) ->
     save_file(state, str(out / WEIGHTS), metadata={"format": "pt"})
     model.config.architectures = ["SpecDraftForCausalLM"]
     model.config.save_pretrained(out)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(out)
 
 
 def load_draft(

@@ -8,10 +8,13 @@ token `i+1`) only has to extrapolate one step. Pair `i` of the head's input is
 own small KV cache) and a final norm predict `f_{i+1}`, whose logits over the `R` most frequent
 code tokens give the draft token `x_{i+2}`. Drafting further feeds the predicted feature back in.
 
-The head's files hold only what it trained (fc, layer, norm, restricted output rows, `vocab_ids`);
-the embeddings are the target's, passed in at load time. `HeadState` is the per-document state the
-engine keeps beside the target's `ModelState` (which records the target's features for it).
-Knows nothing about training, LSP or the drafting loop's policy.
+The head's files hold only what it trained (fc, layer, norm, restricted output rows, `vocab_ids`)
+and its config, which names the target (`embed_source`) and a hash of the target's vocabulary
+(`target_fingerprint`) instead of a copy of its tokenizer; the embeddings are the target's, passed
+in at load time. Importing this module registers the config type (`model_type` "spec_lsp_head")
+with transformers' AutoConfig. `HeadState` is the per-document state the engine keeps beside the
+target's `ModelState` (which records the target's features for it). Knows nothing about training,
+LSP or the drafting loop's policy.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import LlamaConfig
+from transformers import AutoConfig, LlamaConfig
 from transformers.models.llama.modeling_llama import (
     LlamaMLP,
     LlamaRMSNorm,
     LlamaRotaryEmbedding,
     apply_rotary_pos_emb,
 )
+
+from spec_lsp.engine.sources import target_embeddings
 
 WEIGHTS = "model.safetensors"
 MODEL_TYPE = "spec_lsp_head"
@@ -53,6 +58,9 @@ class SpecHeadConfig(LlamaConfig):
         kwargs.setdefault("num_hidden_layers", 1)
         kwargs.setdefault("tie_word_embeddings", False)
         super().__init__(**kwargs)
+
+
+AutoConfig.register(MODEL_TYPE, SpecHeadConfig)
 
 
 class HeadAttention(nn.Module):
@@ -219,13 +227,12 @@ def is_head_dir(path: Path) -> bool:
     return cfg.is_file() and json.loads(cfg.read_text()).get("model_type") == MODEL_TYPE
 
 
-def save_head(head: SpecHead, out: Path, tokenizer: Any = None) -> None:
+def save_head(head: SpecHead, out: Path) -> None:
+    """Writes config.json and model.safetensors (no embeddings, no tokenizer)."""
     out.mkdir(parents=True, exist_ok=True)
     save_file(head.trainable_state(), str(out / WEIGHTS), metadata={"format": "pt"})
     head.config.architectures = ["SpecHead"]
     head.config.save_pretrained(out)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(out)
 
 
 def load_head(
@@ -233,9 +240,7 @@ def load_head(
 ) -> SpecHead:
     """Loads a head; `embeddings` are the target's input embeddings (shared, not copied), else
     read from `config.embed_source`."""
-    settings = json.loads((path / "config.json").read_text())
-    settings.pop("model_type", None)
-    config = SpecHeadConfig(**settings)  # not from_pretrained: it warns about the model type
+    config = SpecHeadConfig.from_pretrained(str(path))
     head = SpecHead(config)
     state = load_file(str(path / WEIGHTS))
     missing, unexpected = head.load_state_dict(state, strict=False)
@@ -245,8 +250,6 @@ def load_head(
             f"{path}: not a spec-lsp head checkpoint (missing {bad}, extra {unexpected})"
         )
     if embeddings is None:
-        from spec_lsp.distill.model import target_embeddings
-
         embeddings = target_embeddings(config.embed_source)
     if tuple(embeddings.shape) != (config.vocab_size, config.hidden_size):
         raise ValueError(

