@@ -24,12 +24,10 @@ middle separately in training, so they keep the prefix whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 Layout = Literal["psm", "spm", "prefix"]
-StopFn = Callable[[str], "int | None"]  # the engine's stop callback: text -> length to keep
 CHARS_PER_TOKEN = 3.0  # conservative for code; budgets are in tokens, windows in characters
 
 
@@ -109,24 +107,6 @@ def unlead(completion: str, lead: str) -> str | None:
     if completion.startswith(lead):
         return completion[len(lead) :]
     return "" if lead.startswith(completion) else None
-
-
-def after_lead(stop: StopFn | None, lead: str) -> StopFn | None:
-    """`stop` applied to the text after `lead`; stops at once when the text does not begin with
-    it (the suggestion would be dropped anyway)."""
-    if not lead:
-        return stop
-
-    def stop_after_lead(text: str) -> int | None:
-        rest = unlead(text, lead)
-        if rest is None:
-            return 0
-        if stop is None or not rest:
-            return None
-        keep = stop(rest)
-        return None if keep is None else keep + len(lead)
-
-    return stop_after_lead
 
 
 class PromptBuilder:

@@ -1,8 +1,9 @@
 """The inference worker: one thread that owns the models, so the event loop never blocks on torch.
 
 This module owns loading a backend and running its calls one at a time; results come back to the
-asyncio loop as futures. It knows nothing of LSP, documents or prompts, and imports no torch
-itself (the loader it is given does).
+asyncio loop as futures. A loader returns the backend with what the app knows of it from the
+preset (`ModelInfo`); `engine_loader` is the local engine's, and imports torch only when it runs,
+in this thread. The module knows nothing of LSP, documents or prompts.
 
 Memory: a prefill of a whole document allocates activations far larger than the KV it keeps
 (attention scores alone are heads x tokens^2 floats per layer), and a dropped document frees its KV.
@@ -26,12 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from spec_lsp.config import Options
 from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.presets import Preset, load_engine, load_preset
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, float], None]
-Loader = Callable[[ProgressFn], Backend]
+Loader = Callable[[ProgressFn], "tuple[Backend, ModelInfo]"]
 TRIM_AFTER_PREFILL = 256  # prompt tokens prefilled by one generation that make a trim worthwhile
 
 
@@ -56,28 +59,39 @@ def release_free_memory() -> bool:
     return True
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelInfo:
+    """What the app knows of the loaded pair, from its preset: names for status, and the prompt
+    format (FIM family, context budget)."""
+
     preset: str = ""
     device: str = ""
     target: str = ""
     draft: str | None = None
     fim: str = "none"
     context_tokens: int = 2048
-    max_new_tokens: int = 64
 
     @classmethod
-    def of(cls, backend: Backend, preset_name: str) -> ModelInfo:
-        p = getattr(backend, "preset", None)
-        return cls(
-            preset=str(getattr(p, "name", preset_name)),
-            device=str(getattr(backend, "device", "")),
-            target=str(getattr(p, "target", "")),
-            draft=getattr(p, "draft", None),
-            fim=str(getattr(p, "fim", "none") or "none"),
-            context_tokens=int(getattr(p, "context_tokens", 2048) or 2048),
-            max_new_tokens=int(getattr(p, "max_new_tokens", 64) or 64),
+    def of(cls, preset: Preset, device: str) -> ModelInfo:
+        p = preset
+        return cls(p.name, device, p.target, p.draft, p.fim, p.context_tokens)
+
+
+def engine_loader(options: Options) -> Loader:
+    """Loads the local engine for `options.preset` (torch is imported then, in the worker thread,
+    not at start)."""
+
+    def load(progress: ProgressFn) -> tuple[Backend, ModelInfo]:
+        preset = load_preset(options.preset)
+        engine = load_engine(
+            preset,
+            device=options.device,
+            trust_remote_code=options.trust_remote_code,
+            progress=progress,
         )
+        return engine, ModelInfo.of(preset, engine.device)
+
+    return load
 
 
 @dataclass
@@ -136,8 +150,7 @@ class InferenceWorker:
         def job() -> None:
             self.backend = None  # drop the old models before loading new ones
             try:
-                backend = loader(on_progress)
-                info = ModelInfo.of(backend, preset)
+                backend, info = loader(on_progress)
                 result: tuple[str, str | None, Backend | None, ModelInfo] = (
                     "ready",
                     None,

@@ -1,11 +1,25 @@
-"""`spec-lsp complete FILE:LINE:COL`: one suggestion at a position, printed with its stats."""
+"""`spec-lsp complete FILE:LINE:COL`: one suggestion at a position, printed with its stats.
+
+The file is opened in a `CompletionService` with a local inference worker, as an editor's document
+is in the server, so the suggestion is the server's (same prompt, stop callback and trim, and the
+server's default options unless flags change them).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spec_lsp.config import SPECULATION, Options
+
+if TYPE_CHECKING:  # imported when the command runs, so `spec-lsp --help` stays fast
+    from spec_lsp.completion import Suggestion
+    from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
+    from spec_lsp.worker import ModelInfo, ProgressFn
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -15,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("location", help="FILE:LINE:COL, 1-based line and column (characters)")
     p.add_argument("--preset", default="bundled")
     p.add_argument("--device", default="auto")
-    p.add_argument("--max-tokens", type=int, default=None)
-    p.add_argument("--method", choices=["off", "ngram", "draft", "both"], default=None)
+    p.add_argument("--max-tokens", type=int, default=Options.max_tokens)
+    p.add_argument("--method", choices=SPECULATION, default="auto")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_complete)
@@ -30,88 +44,102 @@ def split_location(location: str) -> tuple[Path, int, int]:
         raise SystemExit(f"spec-lsp: expected FILE:LINE:COL, got {location!r}") from exc
 
 
-def offset_of(text: str, line: int, col: int) -> int:
+def check_position(text: str, line: int, col: int) -> None:
+    """Exits with a message unless 1-based (line, col) is in `text` (col may be past the end)."""
     lines = text.splitlines(keepends=True)
     if not 1 <= line <= len(lines) + 1:
         raise SystemExit(f"spec-lsp: line {line} is outside the file (1..{len(lines)})")
-    start = sum(len(x) for x in lines[: line - 1])
     content = lines[line - 1].rstrip("\r\n") if line <= len(lines) else ""
     if not 1 <= col <= len(content) + 1:
         raise SystemExit(f"spec-lsp: column {col} is outside line {line} (1..{len(content) + 1})")
-    return start + col - 1
+
+
+class Recorder:
+    """A backend that keeps its last result, for printing the raw text and its stats."""
+
+    def __init__(self) -> None:
+        self.backend: Backend | None = None
+        self.last: GenerationResult | None = None
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        assert self.backend is not None
+        self.last = self.backend.generate(request)
+        return self.last
+
+    def count_tokens(self, text: str) -> int:
+        assert self.backend is not None
+        return self.backend.count_tokens(text)
+
+    def forget(self, doc_id: str) -> None:
+        if self.backend is not None:
+            self.backend.forget(doc_id)
+
+
+async def complete_file(
+    options: Options, path: Path, row: int, col: int, recorder: Recorder, progress: ProgressFn
+) -> tuple[Suggestion | None, ModelInfo, str | None]:
+    """The suggestion at 0-based (row, col in characters) of `path`, the model's info, and the
+    load error (None when the model loaded)."""
+    from spec_lsp.completion import CompletionService
+    from spec_lsp.worker import InferenceWorker, engine_loader
+
+    loop = asyncio.get_running_loop()
+    worker = InferenceWorker(loop)
+    loader = engine_loader(options)
+
+    def load(report: ProgressFn) -> tuple[Backend, ModelInfo]:
+        recorder.backend, info = loader(report)
+        return recorder, info
+
+    loaded = loop.create_future()
+    worker.load(options.preset, load, progress, lambda: loaded.set_result(None))
+    await loaded
+    try:
+        if worker.state != "ready":
+            return None, worker.info, worker.error
+        service = CompletionService(worker, options)
+        service.model_ready()
+        uri = path.resolve().as_uri()
+        # The language comes from the file name.
+        service.did_open(uri, path.name, 1, path.read_text(encoding="utf-8"))
+        return await service.complete(uri, row, col, "utf-32"), worker.info, None
+    finally:
+        worker.stop()
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
-    from spec_lsp.engine.api import GenerationRequest
-    from spec_lsp.engine.loading import ModelLoadError, load_engine
-
     path, line, col = split_location(args.location)
     try:
-        text = path.read_text(encoding="utf-8")
+        check_position(path.read_text(encoding="utf-8"), line, col)
     except OSError as exc:
         print(f"spec-lsp: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return 1
-    offset = offset_of(text, line, col)
-    try:
-        engine = load_engine(
-            args.preset, device=args.device, progress=lambda m, _f: print(m, file=sys.stderr)
-        )
-    except ModelLoadError as exc:
-        print(f"spec-lsp: {exc}", file=sys.stderr)
-        return 1
-    prefix, suffix = text[:offset], text[offset:]
-    prompt, stop_cb, finish = _prompt_and_rules(engine, path, prefix, suffix)
-    max_tokens = args.max_tokens or engine.preset.max_new_tokens
-    result = engine.generate(
-        GenerationRequest(
-            prompt=prompt,
-            max_new_tokens=max_tokens,
-            temperature=args.temperature,
-            method=args.method,
-            stop_callback=stop_cb,
+    options = Options(
+        preset=args.preset,
+        device=args.device,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        speculation=args.method,
+    )
+    recorder = Recorder()
+    suggestion, info, error = asyncio.run(
+        complete_file(
+            options, path, line - 1, col - 1, recorder, lambda m, _f: print(m, file=sys.stderr)
         )
     )
-    suggestion = finish(result.text)
+    if error is not None:
+        print(f"spec-lsp: {error}", file=sys.stderr)
+        return 1
+    text = suggestion.text if suggestion is not None else ""
+    last = recorder.last
+    stats = last.stats.to_dict() if last is not None else {}
     if args.json:
-        print(
-            json.dumps(
-                {"suggestion": suggestion, "raw": result.text, "stats": result.stats.to_dict()},
-                indent=2,
-            )
-        )
+        raw = last.text if last is not None else None
+        print(json.dumps({"suggestion": text, "raw": raw, "stats": stats}, indent=2))
         return 0
-    print(f"--- suggestion at {path}:{line}:{col} ({engine.name}, {engine.device})")
-    print(suggestion if suggestion else "(no suggestion)")
-    print("--- stats")
-    for key, value in result.stats.to_dict().items():
+    print(f"--- suggestion at {path}:{line}:{col} ({info.preset}, {info.device})")
+    print(text if text else "(no suggestion)")
+    print("--- stats" if last is not None else "--- no generation (nothing to suggest here)")
+    for key, value in stats.items():
         print(f"{key:>18}: {round(value, 2) if isinstance(value, float) else value}")
     return 0
-
-
-def _prompt_and_rules(engine, path: Path, prefix: str, suffix: str):  # type: ignore[no-untyped-def]
-    """The prompt (FIM template of the preset's family) and the syntax layer's stop/trim rules."""
-    from spec_lsp.prompt import PromptBuilder, after_lead, unlead
-    from spec_lsp.syntax import SyntaxService
-
-    syntax = SyntaxService()
-    uri = path.resolve().as_uri()
-    syntax.open(uri, path.name, prefix + suffix)  # the language comes from the file name
-    row = prefix.count("\n")
-    col = len(prefix) - (prefix.rfind("\n") + 1)
-    mode = syntax.mode(uri, row, col)
-    mode = mode if mode != "none" else "single"  # asked explicitly: suggest even mid-word
-    preset = engine.preset
-    builder = PromptBuilder(preset.fim, preset.context_tokens, preset.max_new_tokens)
-    lines = (prefix + suffix).split("\n")
-    built = builder.build(uri, lines, row, col, syntax.context(uri, row, col))
-    # An indentation-only line leaves its last blank out of the prompt (BPE merges it with the
-    # next word); the completion must start with it, and it is not suggested again.
-    stop = after_lead(syntax.stop_callback(uri, row, col, mode), built.lead)
-
-    def finish(raw: str) -> str:
-        rest = unlead(raw, built.lead)
-        return "" if rest is None else syntax.trim(uri, row, col, rest, mode) or ""
-
-    prompt = built.text
-
-    return prompt, stop, finish

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from spec_lsp.completion import CompletionService
+from spec_lsp.completion.syntax_port import SyntaxPort as Syntax
 from spec_lsp.config import Options
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.syntax_adapter import Syntax
 from spec_lsp.worker import TRIM_AFTER_PREFILL, InferenceWorker, ModelInfo, release_free_memory
 
 SOURCE = "def area(r):\n    if r < 0:\n        raise ValueError(r)\n    return "
@@ -44,12 +44,10 @@ def test_a_document_parsed_again_answers_like_one_that_stayed_parsed() -> None:
     row, col = 3, 11 + len(edit[2])
     for uri in texts:
         r, c = (row, col) if uri == "file:///a0.py" else (3, 11)
-        assert bounded.mode(uri, "python", "", "", r, c) == unbounded.mode(
-            uri, "python", "", "", r, c
-        )
+        got, want = bounded.cutter(uri, r, c, "", ""), unbounded.cutter(uri, r, c, "", "")
+        assert got.mode == want.mode
         assert bounded.context(uri, r, c) == unbounded.context(uri, r, c)
-        got = bounded.trim(uri, r, c, COMPLETION, "multi")
-        assert got == unbounded.trim(uri, r, c, COMPLETION, "multi")
+        assert got.trim(COMPLETION) == want.trim(COMPLETION)
 
 
 def test_without_a_source_every_open_document_stays_parsed() -> None:

@@ -10,9 +10,10 @@ import asyncio
 import threading
 
 from spec_lsp.completion import CompletionService
+from spec_lsp.completion.arrivals import debounce_s
+from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.syntax_adapter import Syntax
 from spec_lsp.worker import InferenceWorker, ModelInfo
 
 URI = "file:///doc.py"
@@ -53,12 +54,23 @@ class ScriptedBackend:
             self.step.release()
 
 
-class PlainSyntax(Syntax):
+class KeepAll:
+    """A cutter without rules: multi-line, never stops early, trims nothing."""
+
+    mode = "multi"
+
+    def stop(self, text: str) -> int | None:
+        return None
+
+    def trim(self, text: str) -> str | None:
+        return text
+
+
+class PlainSyntax(SyntaxPort):
     """No trimming, multi-line everywhere: the scheduler's behaviour alone."""
 
-    def __init__(self) -> None:
-        super().__init__(service=object())
-        self._trim_completion = None
+    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> KeepAll:  # type: ignore[override]
+        return KeepAll()
 
 
 async def service_with(backend: ScriptedBackend) -> CompletionService:
@@ -76,7 +88,8 @@ async def wait_event(event: threading.Event) -> None:
 async def streamed(service: CompletionService, n: int) -> None:
     """Waits (bounded) until the live generation has streamed n characters."""
     for _ in range(int(WAIT_S / 0.01)):
-        if len(service._live[URI].job.streamed) >= n:
+        live = service.live.running(URI)
+        if live is not None and len(live.job.streamed) >= n:
             return
         await asyncio.sleep(0.01)
     raise TimeoutError
@@ -169,15 +182,12 @@ async def test_an_edit_that_does_not_type_through_makes_the_result_stale() -> No
     assert service.stats.answered == 0
 
 
-async def test_debounce_waits_only_while_requests_come_faster_than_the_model() -> None:
-    service = await service_with(ScriptedBackend(""))
-    assert service._debounce_s(50.0) == 0.0  # no model latency measured yet
-    service.stats.model_ms_ema = 200.0
-    assert service._debounce_s(None) == 0.0
-    assert service._debounce_s(300.0) == 0.0
-    assert 0 < service._debounce_s(60.0) <= 0.1
-    service.options = Options(debounce_ms=250)
-    assert service._debounce_s(None) == 0.25
+def test_debounce_waits_only_while_requests_come_faster_than_the_model() -> None:
+    assert debounce_s(50.0, 0, None) == 0.0  # no model latency measured yet
+    assert debounce_s(None, 0, 200.0) == 0.0
+    assert debounce_s(300.0, 0, 200.0) == 0.0
+    assert 0 < debounce_s(60.0, 0, 200.0) <= 0.1
+    assert debounce_s(None, 250, 200.0) == 0.25
 
 
 # -- the cursor after indentation on an empty line -------------------------------------------------

@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spec_lsp.completion.syntax_port import Cut
 from spec_lsp.config import Options, merge, settings_section, to_wire
 from spec_lsp.documents import Document
 from spec_lsp.positions import col_from_units, units_len
-from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, after_lead, unlead
+from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, unlead
 
 # -- options ---------------------------------------------------------------------------------
 
@@ -161,17 +162,28 @@ def test_unlead_removes_the_typed_lead_or_says_the_completion_differs() -> None:
     assert unlead("abc", "") == "abc"
 
 
-def test_the_stop_callback_after_a_lead_sees_only_the_text_for_the_cursor() -> None:
-    seen: list[str] = []
+class FirstLine:
+    """A cutter that keeps the first line, recording what its stop callback was shown."""
 
-    def first_line(text: str) -> int | None:
-        seen.append(text)
+    mode = "single"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def stop(self, text: str) -> int | None:
+        self.seen.append(text)
         return text.find("\n") if "\n" in text else None
 
-    stop = after_lead(first_line, " ")
-    assert stop is not None
-    assert stop(" ") is None and seen == []  # only the lead so far
-    assert stop(" return x") is None and seen == ["return x"]
-    assert stop(" return x\n") == len(" return x")  # a length in the model's text
-    assert stop("\n") == 0  # does not begin with the lead: stop at once
-    assert after_lead(first_line, "") is first_line
+    def trim(self, text: str) -> str | None:
+        return text.split("\n", 1)[0] or None
+
+
+def test_the_stop_callback_after_a_lead_sees_only_the_text_for_the_cursor() -> None:
+    cutter = FirstLine()
+    cut = Cut(cutter, " ")  # type: ignore[arg-type]
+    assert cut.stop(" ") is None and cutter.seen == []  # only the lead so far
+    assert cut.stop(" return x") is None and cutter.seen == ["return x"]
+    assert cut.stop(" return x\n") == len(" return x")  # a length in the model's text
+    assert cut.stop("\n") == 0  # does not begin with the lead: stop at once
+    assert cut.trim(" return x\ny") == "return x" and cut.trim("\nx") is None
+    assert Cut(cutter, "").stop("a\nb") == 1  # without a lead: the cutter's own answer

@@ -1,0 +1,135 @@
+"""The running generation: at most one per document, superseded by the next, settled once.
+
+This module owns starting a generation in the inference worker (cancelling the document's older
+one: the engine stops within one decode step), waiting for it (shared by the request that started
+it and any request that types through what it streams), stopping it as soon as an edit leaves
+what it streams, and settling its text once, with the rules of the request that started it. It
+knows nothing of what a prompt contains, of the syntax layer's rules (a `Cut` stands for them),
+of documents or of LSP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from spec_lsp.completion.reuse import Anchor
+from spec_lsp.completion.syntax_port import Cut
+from spec_lsp.config import Options
+from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
+from spec_lsp.stats import ServerStats
+from spec_lsp.worker import InferenceWorker, Job
+
+
+@dataclass
+class Live:
+    """A document's generation, and what is needed to settle its text."""
+
+    uri: str
+    job: Job
+    cut: Cut  # the rules of the request that started it
+    anchor: Anchor  # its text is filled in when settled
+    settled: bool = False
+
+    @property
+    def streamed(self) -> str | None:
+        """What the generation has streamed for the cursor (None: it does not begin with lead)."""
+        return self.cut.for_cursor(self.job.streamed)
+
+
+def request_for(uri: str, prompt: str, cut: Cut, options: Options) -> GenerationRequest:
+    return GenerationRequest(
+        prompt=prompt,
+        doc_id=uri,
+        max_new_tokens=options.max_tokens,
+        temperature=options.temperature,
+        stop_callback=cut.stop,
+        cancel=CancelToken(),
+        method=None if options.speculation == "auto" else options.speculation,
+        reuse_kv=options.kv_reuse,
+    )
+
+
+class Generations:
+    def __init__(self, worker: InferenceWorker, stats: ServerStats) -> None:
+        self.worker = worker
+        self.stats = stats
+        self._live: dict[str, Live] = {}
+
+    def running(self, uri: str) -> Live | None:
+        """The document's generation, if it has not finished."""
+        live = self._live.get(uri)
+        return None if live is None or live.job.future.done() else live
+
+    def start(self, uri: str, prompt: str, cut: Cut, anchor: Anchor, options: Options) -> Live:
+        """Submits a generation for `uri`, superseding the document's older one."""
+        old = self._live.pop(uri, None)
+        if old is not None:
+            old.job.cancel()
+        job = Job(
+            request_for(uri, prompt, cut, options), asyncio.get_running_loop().create_future()
+        )
+        live = self._live[uri] = Live(uri, job, cut, anchor)
+        job.future.add_done_callback(lambda _: self._record(job))
+        self.worker.submit(job)
+        return live
+
+    def stop_unless_typed_through(self, uri: str, text: str) -> None:
+        """Cancels the running generation at once when the document `text` is no longer its
+        anchor with a start of what it streamed typed in."""
+        live = self.running(uri)
+        if live is None:
+            return
+        streamed = live.streamed
+        if streamed is None or live.anchor.rest_in(streamed, text) is None:
+            live.job.cancel()
+
+    def close(self, uri: str) -> None:
+        live = self._live.pop(uri, None)
+        if live is not None:
+            live.job.cancel()
+
+    def counts(self) -> tuple[int, int]:
+        """(running, streaming): generations started and not finished, and those with text."""
+        jobs = [live.job for live in self._live.values() if not live.job.future.done()]
+        return sum(1 for j in jobs if j.started), sum(1 for j in jobs if j.streamed)
+
+    async def wait(self, job: Job, owner: bool = True) -> GenerationResult | None:
+        """The job's result (None if cancelled or failed). Cancelling a waiter cancels the job
+        once no one else waits for it."""
+        if not owner:
+            job.waiters += 1
+        try:
+            result = await asyncio.shield(job.future)
+        except asyncio.CancelledError:
+            job.waiters -= 1
+            if job.waiters <= 0:
+                job.cancel()
+            self.stats.cancelled += 1
+            raise
+        except Exception:
+            return None
+        if result.cancelled:
+            if owner:
+                self.stats.cancelled += 1
+            return None
+        return result
+
+    def settle(self, live: Live, result: GenerationResult) -> bool:
+        """Trims a finished generation with its request's rules, once; False if it was already.
+        The text lands in `live.anchor.text` ("" when there is nothing to show)."""
+        if live.settled:
+            return False
+        live.settled = True
+        live.anchor.text = live.cut.trim(result.text) or ""
+        if self._live.get(live.uri) is live:
+            del self._live[live.uri]
+        return True
+
+    def _record(self, job: Job) -> None:
+        """Counts a finished generation once, whether or not anyone still waits for it."""
+        if job.future.cancelled() or job.future.exception() is not None:
+            return
+        self.stats.record_generation(job.future.result().stats, job.queue_ms)
+        if (stop_ms := job.stop_ms) is not None:
+            self.stats.latency["stop"].add(stop_ms)

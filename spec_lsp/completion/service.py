@@ -1,0 +1,246 @@
+"""The completion service: the per-request pipeline, from a position to a suggestion.
+
+A request is answered from what is already known when it can be (typing through the document's
+last suggestion or its running generation, the answer cache); else it waits out the debounce and
+runs the model: the syntax layer's rules at the cursor (`Cut`: mode, stop, trim) and the prompt,
+then one generation per document, settled with the same rules. A result is shown only if the
+document is still at the version and request it was computed for; otherwise it is kept as the
+document's last suggestion, so the next keystroke that types through it needs no model call.
+
+This module owns that order and the documents' text. It knows nothing of pygls or lsprotocol
+(the server converts), of torch (the worker's backend runs it) or of tree-sitter (the syntax port
+is the one door to the syntax layer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
+from spec_lsp.completion.feedback import Feedback, Suggestion
+from spec_lsp.completion.live import Generations, Live
+from spec_lsp.completion.reuse import Anchor, Reuse
+from spec_lsp.completion.syntax_port import Cut, SyntaxPort
+from spec_lsp.config import Options
+from spec_lsp.documents import Document, DocumentStore, Encoding
+from spec_lsp.engine.api import GenerationResult
+from spec_lsp.prompt import Prompt, PromptBuilder
+from spec_lsp.stats import ServerStats
+from spec_lsp.worker import InferenceWorker
+
+Change = tuple[tuple[int, int, int, int] | None, str]  # (line, char, line, char) or None: full
+
+
+class CompletionService:
+    def __init__(
+        self,
+        worker: InferenceWorker,
+        options: Options,
+        syntax: SyntaxPort | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.worker = worker
+        self.options = options
+        self.docs = DocumentStore()
+        self.syntax = syntax or SyntaxPort()
+        self.syntax.source = self._syntax_source
+        self.stats = ServerStats()
+        self.arrivals = Arrivals(clock)
+        self.reuse = Reuse()
+        self.live = Generations(worker, self.stats)
+        self.feedback = Feedback(self.stats)
+        self._prompts: PromptBuilder | None = None
+
+    # -- documents ----------------------------------------------------------------------------
+    def did_open(self, uri: str, language_id: str, version: int, text: str) -> None:
+        self.docs.open(uri, language_id, version, text)
+        self.syntax.open(uri, language_id, text)
+
+    def _syntax_source(self, uri: str) -> tuple[str, str] | None:
+        doc = self.docs.get(uri)
+        return None if doc is None else (doc.language_id, doc.text)
+
+    def did_change(self, uri: str, version: int, changes: list[Change], encoding: Encoding) -> bool:
+        """Applies LSP content changes (positions in `encoding`); False for an unknown document."""
+        doc = self.docs.get(uri)
+        if doc is None:
+            return False
+        for rng, text in changes:
+            if rng is None:
+                doc.lines = text.split("\n")
+                self.syntax.replace(uri, text)
+                continue
+            start = doc.clamp(rng[0], rng[1], encoding)
+            end = doc.clamp(rng[2], rng[3], encoding)
+            doc.apply(start, end, text)
+            self.syntax.apply_edit(uri, start, end, text)
+        doc.version = version
+        self.live.stop_unless_typed_through(uri, doc.text)
+        return True
+
+    def did_close(self, uri: str) -> None:
+        self.docs.close(uri)
+        self.syntax.close(uri)
+        self.live.close(uri)
+        self.arrivals.forget(uri)
+        self.reuse.forget(uri)
+        if self._prompts is not None:
+            self._prompts.forget(uri)
+        self.worker.call(lambda backend: backend.forget(uri), frees_memory=True)
+
+    # -- model and options ----------------------------------------------------------------------
+    def model_ready(self) -> None:
+        """Called after a (re)load: prompts follow the new model family."""
+        self._prompts = self._prompt_builder()
+        self.reuse.clear()
+
+    def set_options(self, options: Options) -> None:
+        def generation(o: Options) -> tuple[object, ...]:
+            return o.max_tokens, o.temperature, o.speculation
+
+        if generation(options) != generation(self.options):
+            self.reuse.clear()
+        self.options = options
+        if self._prompts is not None:
+            self._prompts = self._prompt_builder()
+
+    def _prompt_builder(self) -> PromptBuilder:
+        info = self.worker.info
+        return PromptBuilder(info.fim, info.context_tokens, self.options.max_tokens)
+
+    def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
+        out = self.stats.to_wire(model)
+        out["running"], out["streaming"] = self.live.counts()
+        out["documents"] = len(self.docs)
+        return out
+
+    # -- feedback -----------------------------------------------------------------------------
+    def did_show(self, sid: str) -> None:
+        self.feedback.did_show(sid)
+
+    def did_accept(self, sid: str) -> None:
+        self.feedback.did_accept(sid)
+
+    def did_partially_accept(self, sid: str, accepted_length: int) -> None:
+        self.feedback.did_partially_accept(sid, accepted_length)
+
+    # -- completion ---------------------------------------------------------------------------
+    def arrive(self, uri: str) -> Arrival | None:
+        """Registers a request the moment it is read, before any queued handler runs.
+
+        The request then answers for the document as it was when the client sent it: if an edit
+        or a newer request arrives before it is served, it is superseded (answered empty).
+        """
+        doc = self.docs.get(uri)
+        return None if doc is None else self.arrivals.arrive(uri, doc.version)
+
+    async def complete(
+        self,
+        uri: str,
+        line: int,
+        character: int,
+        encoding: Encoding,
+        arrival: Arrival | None = None,
+    ) -> Suggestion | None:
+        """The suggestion at an LSP position, or None; raises CancelledError if cancelled."""
+        arrival = arrival or self.arrive(uri)
+        doc = self.docs.get(uri)
+        if doc is None or arrival is None:
+            return None
+        pos = doc.position(line, character, encoding)
+        if pos is None or not self._serving(doc):
+            return None
+        self.stats.requests += 1
+        if self._current(doc, arrival):
+            text = await self._answer(doc, pos, arrival)
+        else:
+            self.stats.cancelled += 1  # an edit or a newer request came in before this was served
+            text = ""
+        self.stats.record_answer(self.arrivals.since_ms(arrival), text)
+        return self.feedback.issue(text) if text else None
+
+    def _serving(self, doc: Document) -> bool:
+        o = self.options
+        return o.enabled and o.language_enabled(doc.language_id) and self.worker.state == "ready"
+
+    def _current(self, doc: Document, arrival: Arrival) -> bool:
+        return (
+            self.docs.get(doc.uri) is doc
+            and doc.version == arrival.version
+            and self.arrivals.is_newest(doc.uri, arrival)
+        )
+
+    async def _answer(self, doc: Document, pos: tuple[int, int], arrival: Arrival) -> str:
+        """Typed through what is known, else the model's answer; "" for nothing."""
+        prefix, suffix = doc.prefix_suffix(*pos)
+        rest = self.reuse.typed_through(doc.uri, prefix, suffix)
+        if rest is not None:
+            self.stats.typed_through += 1
+            self.stats.latency["typedThrough"].add(self.arrivals.since_ms(arrival))
+            return rest
+        rest = await self._through_live(doc.uri, prefix, suffix)
+        if rest is not None:
+            return rest if self._current(doc, arrival) else self._stale()
+        cutter = self.syntax.cutter(doc.uri, *pos, prefix, suffix)
+        if cutter.mode == "none" or self._prompts is None:
+            return ""
+        prompt = self._prompts.build(doc.uri, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
+        cut = Cut(cutter, prompt.lead)
+        return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix))
+
+    async def _through_live(self, uri: str, prefix: str, suffix: str) -> str | None:
+        """Waits for the running generation when the cursor types through what it streamed."""
+        live = self.live.running(uri)
+        streamed = None if live is None else live.streamed
+        if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
+            return None
+        result = await self.live.wait(live.job, owner=False)
+        if result is None:
+            return None
+        self._settle(live, result)
+        rest = live.anchor.rest(live.anchor.text, prefix, suffix)
+        if not rest:
+            return None
+        self.stats.typed_through += 1
+        return rest
+
+    async def _generate(
+        self, doc: Document, arrival: Arrival, prompt: Prompt, cut: Cut, anchor: Anchor
+    ) -> str:
+        """The answer from the cache or, after the debounce, from the model."""
+        o = self.options
+        exact = o.temperature == 0
+        key = (prompt.text, prompt.lead, cut.mode, o.max_tokens, o.speculation)
+        cached = self.reuse.cache.get(key) if exact else None
+        if cached is not None:
+            self.stats.cache_hits += 1
+            anchor.text = cached
+            self.reuse.remember(doc.uri, anchor)
+            return cached
+        delay = debounce_s(arrival.gap_ms, o.debounce_ms, self.stats.model_ms_ema)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if not self._current(doc, arrival):
+            self.stats.cancelled += 1
+            return ""
+        live = self.live.start(doc.uri, prompt.text, cut, anchor, o)
+        result = await self.live.wait(live.job)
+        if result is None:
+            return ""
+        text = self._settle(live, result)
+        if exact:
+            self.reuse.cache.put(key, text)
+        return text if self._current(doc, arrival) else self._stale()
+
+    def _settle(self, live: Live, result: GenerationResult) -> str:
+        """The generation's suggestion; the first time, it becomes the document's last one."""
+        first = self.live.settle(live, result)
+        if first and live.anchor.text and self.docs.get(live.uri) is not None:
+            self.reuse.remember(live.uri, live.anchor)
+        return live.anchor.text
+
+    def _stale(self) -> str:
+        self.stats.stale += 1
+        return ""
