@@ -54,13 +54,12 @@ def answer_line(line: str, show_mode: bool = False) -> dict[str, Any]:
     if mode is not None and mode not in ("none", "single", "multi"):
         return {"error": 'mode must be "none", "single" or "multi"'}
     try:
-        from spec_lsp.syntax import Trimmer, spec_for
+        from spec_lsp.syntax import cutter_for
 
-        spec = spec_for(request["languageId"])
-        trimmer = Trimmer(spec, request["prefix"], request["suffix"], mode)
-        answer: dict[str, Any] = {"text": trimmer.trim(request["completion"])}
+        cutter = cutter_for(request["languageId"], request["prefix"], request["suffix"], mode=mode)
+        answer: dict[str, Any] = {"text": cutter.trim(request["completion"])}
         if show_mode:
-            answer["mode"] = trimmer.mode
+            answer["mode"] = cutter.mode
         return answer
     except Exception as exc:  # a bug in the trimmer is reported on its line, not fatal
         return {"error": f"trim failed: {type(exc).__name__}: {exc}"}

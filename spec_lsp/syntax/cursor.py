@@ -6,6 +6,7 @@ it is cheap enough to build for every request.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from spec_lsp.syntax.languages import LanguageSpec
@@ -99,6 +100,26 @@ def opens_block(line: str, spec: LanguageSpec) -> bool:
     if code[-1] in OPENERS or code.endswith("=>"):
         return True
     if spec.indent_blocks and code.endswith(PY_BLOCK_COLON):
+        if not spec.block_keywords:  # YAML: any `key:`
+            return True
         word = code.split(maxsplit=1)[0].rstrip(":")
         return word in spec.block_keywords
-    return bool(spec.name == "plain" and code.endswith(":"))
+    words = code.split()
+    if words[0] == "local" and len(words) > 1:  # Lua: `local function f()`
+        words = words[1:]
+    if spec.end_words and _END_BLOCK_TAIL.search(code):
+        return True  # `each do |x|`, `for x; do`, `if x then`
+    if spec.end_words and spec.grammar is not None and words[0] in _END_BLOCK_STARTS:
+        return True  # Ruby, Lua, shell: `def f`, `while x`
+    if spec.grammar is None:  # F#, Haskell, Scala, ...: `=`, `->`, `do`, `then` open a body
+        return code.endswith(_TEXT_OPENERS) or code.split()[-1] in _TEXT_OPENER_WORDS
+    return False
+
+
+_END_BLOCK_STARTS = frozenset(
+    {"def", "class", "module", "if", "unless", "while", "until", "for", "case", "begin"}
+    | {"function", "repeat", "select"}
+)
+_END_BLOCK_TAIL = re.compile(r"(\bdo(\s*\|[^|]*\|)?|\bthen)$")
+_TEXT_OPENERS = (":", "=", "->", "=>")
+_TEXT_OPENER_WORDS = frozenset({"do", "then", "else", "where", "of", "begin", "with"})

@@ -58,25 +58,30 @@ class Cutter:
             return kept if kept.strip() else None
 
 
-def plain_cutter(prefix: str = "", suffix: str = "") -> Cutter:
-    """The language-independent rules only (suffix overlap, repetition, bracket balance): for an
-    unknown document, a language without a grammar, or when the language's rules fail."""
-    return Cutter(Trimmer(PLAIN, prefix, suffix, parser=None))
+def plain_cutter(prefix: str = "", suffix: str = "", mode: Mode | None = None) -> Cutter:
+    """The language-independent rules only (suffix overlap, repetition, bracket balance, the end
+    of a block by its indentation; no parse): for an unknown document or language, or when the
+    language's own rules fail."""
+    return Cutter(Trimmer(PLAIN, prefix, suffix, mode, parser=None))
 
 
-def cutter_for(language_id: str, prefix: str, suffix: str, *, comments: bool = True) -> Cutter:
+def cutter_for(
+    language_id: str, prefix: str, suffix: str, *, mode: Mode | None = None, comments: bool = True
+) -> Cutter:
     """A cutter for a text-only caller (`spec-lsp trim`, tests): the cursor between `prefix` and
-    `suffix` in a document of `language_id` (an LSP languageId or a file name)."""
+    `suffix` in a document of `language_id` (an LSP languageId or a file name). `mode` overrides
+    the mode decided from the text."""
     try:
-        fallback = plain_cutter(prefix, suffix)
+        fallback = plain_cutter(prefix, suffix, mode)
     except Exception:
         log.exception("plain syntax rules failed")
-        fallback = plain_cutter()
+        fallback = plain_cutter(mode=mode)
     try:
         spec = spec_for(language_id)
         if spec.name == PLAIN.name:
             return fallback
-        return Cutter(Trimmer(spec, prefix, suffix, comments=comments), fallback=fallback)
+        trimmer = Trimmer(spec, prefix, suffix, mode, comments=comments)
+        return Cutter(trimmer, fallback=fallback)
     except Exception:
         log.exception("syntax rules failed for %s", language_id)
         return fallback

@@ -28,6 +28,8 @@ class LanguageSpec:
     indent_blocks: bool = False  # Python: blocks are opened by a line ending in `:`
     block_keywords: frozenset[str] = frozenset()  # lines that open a block with a trailing `:`
     continuation_keywords: frozenset[str] = frozenset()  # keep a statement going at its level
+    end_words: frozenset[str] = frozenset()  # a line starting with one closes the block (`end`)
+    dedent_ends: bool = True  # a line indented less than the cursor's block ends it (not SQL)
     scope_types: frozenset[str] = frozenset()
     import_types: frozenset[str] = frozenset()
     import_prefixes: tuple[str, ...] = ()  # text fallback for imports
@@ -50,13 +52,36 @@ class LanguageSpec:
 
 _C_LIKE_CONT = frozenset({"else", "catch", "finally", "while"})
 
+_GENERIC_CONT = frozenset(
+    {"else", "elif", "elsif", "elseif", "catch", "finally", "except", "then", "in", "where"}
+    | {"when", "rescue", "ensure", "with", "and", "or", "do", "of"}
+)
+_GENERIC_END = frozenset({"end", "fi", "done", "esac"})
+
 PLAIN = LanguageSpec(
     name="plain",
     grammar=None,
     line_comments=("#", "//"),
     quotes=('"', "'", "`"),
+    continuation_keywords=_GENERIC_CONT,
+    end_words=_GENERIC_END,
     import_prefixes=("import ", "from ", "#include", "use ", "require"),
 )
+
+
+def _text_only(name: str, **fields: object) -> LanguageSpec:
+    """A language without a grammar package: its lexical rules, the generic keywords."""
+    base: dict[str, object] = {
+        "grammar": None,
+        "continuation_keywords": _GENERIC_CONT,
+        "end_words": _GENERIC_END,
+    }
+    return LanguageSpec(name=name, **{**base, **fields})  # type: ignore[arg-type]
+
+
+def _grammar(name: str, module: str, func: str = "language", **fields: object) -> LanguageSpec:
+    return LanguageSpec(name=name, grammar=(module, func), **fields)  # type: ignore[arg-type]
+
 
 _JS_SCOPES = frozenset(
     {
@@ -165,6 +190,133 @@ SPECS: dict[str, LanguageSpec] = {
         import_types=frozenset({"preproc_include", "using_declaration"}),
         import_prefixes=("#include", "using "),
     ),
+    "csharp": _grammar(
+        "csharp",
+        "tree_sitter_c_sharp",
+        quotes=('"""', '"', "'"),
+        multiline_quotes=frozenset({'"""'}),
+        continuation_keywords=_C_LIKE_CONT,
+        scope_types=frozenset({"class_declaration", "method_declaration", "namespace_declaration"}),
+        import_prefixes=("using ",),
+    ),
+    "kotlin": _grammar(
+        "kotlin",
+        "tree_sitter_kotlin",
+        quotes=('"""', '"', "'"),
+        multiline_quotes=frozenset({'"""'}),
+        continuation_keywords=_C_LIKE_CONT,
+        import_prefixes=("package ", "import "),
+    ),
+    "php": _grammar(
+        "php",
+        "tree_sitter_php",
+        "language_php",
+        line_comments=("//", "#"),
+        continuation_keywords=frozenset({"else", "elseif", "catch", "finally"}),
+        import_prefixes=("use ", "require", "include"),
+    ),
+    "ruby": _grammar(
+        "ruby",
+        "tree_sitter_ruby",
+        line_comments=("#",),
+        block_comment=None,
+        continuation_keywords=frozenset({"else", "elsif", "when", "in", "rescue", "ensure"}),
+        end_words=frozenset({"end"}),
+        import_prefixes=("require",),
+    ),
+    "lua": _grammar(
+        "lua",
+        "tree_sitter_lua",
+        line_comments=("--",),
+        block_comment=None,
+        continuation_keywords=frozenset({"else", "elseif", "until"}),
+        end_words=frozenset({"end"}),
+        import_prefixes=("local ", "require"),
+    ),
+    "bash": _grammar(
+        "bash",
+        "tree_sitter_bash",
+        line_comments=("#",),
+        block_comment=None,
+        quotes=('"', "'", "`"),
+        multiline_quotes=frozenset({'"', "'"}),
+        continuation_keywords=frozenset({"else", "elif", "then", "do"}),
+        end_words=frozenset({"fi", "done", "esac"}),
+        import_prefixes=("source ", ". "),
+    ),
+    "css": _grammar("css", "tree_sitter_css", line_comments=(), import_prefixes=("@import",)),
+    "html": _grammar("html", "tree_sitter_html", line_comments=(), block_comment=("<!--", "-->")),
+    "json": _grammar("json", "tree_sitter_json", quotes=('"',)),
+    "yaml": _grammar(
+        "yaml",
+        "tree_sitter_yaml",
+        line_comments=("#",),
+        block_comment=None,
+        indent_blocks=True,  # `key:` opens a block; the block keywords are any key
+    ),
+    "toml": _grammar(
+        "toml",
+        "tree_sitter_toml",
+        line_comments=("#",),
+        block_comment=None,
+        quotes=('"""', "'''", '"', "'"),
+        multiline_quotes=frozenset({'"""', "'''"}),
+    ),
+    "sql": _grammar(
+        "sql",
+        "tree_sitter_sql",
+        line_comments=("--",),
+        quotes=("'", '"'),
+        dedent_ends=False,  # clauses (FROM, WHERE) sit left of the select list
+    ),
+    # Without a grammar package that loads offline: lexical rules only.
+    "markdown": _text_only(
+        "markdown",
+        line_comments=(),
+        block_comment=("<!--", "-->"),
+        quotes=("`",),
+        dedent_ends=False,
+    ),
+    "haskell": _text_only(
+        "haskell", line_comments=("--",), block_comment=("{-", "-}"), quotes=('"',)
+    ),
+    "fsharp": _text_only("fsharp", block_comment=("(*", "*)"), quotes=('"""', '"')),
+    "ocaml": _text_only("ocaml", line_comments=(), block_comment=("(*", "*)"), quotes=('"',)),
+    "r": _text_only("r", line_comments=("#",), block_comment=None),
+    "scala": _text_only(
+        "scala",
+        quotes=('"""', '"', "'"),
+        multiline_quotes=frozenset({'"""'}),
+        strict_char_quote=True,
+    ),
+    "swift": _text_only("swift", quotes=('"""', '"'), multiline_quotes=frozenset({'"""'})),
+    "dart": _text_only(
+        "dart",
+        quotes=('"""', "'''", '"', "'"),
+        multiline_quotes=frozenset({'"""', "'''"}),
+    ),
+    "julia": _text_only(
+        "julia",
+        line_comments=("#",),
+        block_comment=("#=", "=#"),
+        quotes=('"""', '"'),
+        multiline_quotes=frozenset({'"""'}),
+    ),
+    "elixir": _text_only(
+        "elixir",
+        line_comments=("#",),
+        block_comment=None,
+        quotes=('"""', '"', "'"),
+        multiline_quotes=frozenset({'"""'}),
+    ),
+    "perl": _text_only("perl", line_comments=("#",), block_comment=None),
+    "clojure": _text_only(
+        "clojure", line_comments=(";",), block_comment=None, quotes=('"',), dedent_ends=False
+    ),
+    "zig": _text_only("zig", block_comment=None, quotes=('"', "'")),
+    "powershell": _text_only(
+        "powershell", line_comments=("#",), block_comment=("<#", "#>"), quotes=('"', "'")
+    ),
 }
 
 # LSP languageIds (and a few common aliases) to spec names.
@@ -186,6 +338,39 @@ LANGUAGE_IDS: dict[str, str] = {
     "cpp": "cpp",
     "c++": "cpp",
     "cuda-cpp": "cpp",
+    "csharp": "csharp",
+    "c#": "csharp",
+    "kotlin": "kotlin",
+    "php": "php",
+    "ruby": "ruby",
+    "lua": "lua",
+    "shellscript": "bash",
+    "bash": "bash",
+    "sh": "bash",
+    "zsh": "bash",
+    "css": "css",
+    "html": "html",
+    "json": "json",
+    "jsonc": "json",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "toml": "toml",
+    "sql": "sql",
+    "markdown": "markdown",
+    "haskell": "haskell",
+    "fsharp": "fsharp",
+    "f#": "fsharp",
+    "ocaml": "ocaml",
+    "r": "r",
+    "scala": "scala",
+    "swift": "swift",
+    "dart": "dart",
+    "julia": "julia",
+    "elixir": "elixir",
+    "perl": "perl",
+    "clojure": "clojure",
+    "zig": "zig",
+    "powershell": "powershell",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -210,6 +395,38 @@ EXTENSIONS: dict[str, str] = {
     ".hpp": "cpp",
     ".hh": "cpp",
     ".hxx": "cpp",
+    ".cs": "csharp",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".php": "php",
+    ".rb": "ruby",
+    ".lua": "lua",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".css": "css",
+    ".html": "html",
+    ".htm": "html",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".sql": "sql",
+    ".md": "markdown",
+    ".hs": "haskell",
+    ".fs": "fsharp",
+    ".fsx": "fsharp",
+    ".ml": "ocaml",
+    ".r": "r",
+    ".scala": "scala",
+    ".swift": "swift",
+    ".dart": "dart",
+    ".jl": "julia",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".pl": "perl",
+    ".clj": "clojure",
+    ".zig": "zig",
+    ".ps1": "powershell",
 }
 
 

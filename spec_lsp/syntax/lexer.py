@@ -41,6 +41,7 @@ class Scan:
     end_comment: bool = False  # a line comment or block comment still open at the end
     end_depth: int = 0
     escaped_brackets: int = 0  # closers that closed brackets opened before the text
+    open_brackets: list[str] = field(default_factory=list)  # still open at the end, innermost last
 
 
 def indent_width(line: str) -> int:
@@ -130,6 +131,7 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
     _close_line(out, text, line_start, n, line_depth, line_in_string)
     out.end_string, out.end_comment = string, block or line_comment
     out.end_depth = len(stack) - out.escaped_brackets
+    out.open_brackets = stack
     return out
 
 

@@ -1,5 +1,6 @@
-"""Whether to complete at the cursor, and how much: "none", "single" (the rest of the line) or
-"multi" (several lines: an empty block body, after a line ending in `:` or `{`, end of file).
+"""Whether to complete at the cursor, and how much: "none" (in the middle of a word, or in a
+comment when those are off), "single" (within the line, whose rest is already there) or "multi"
+(anything else: the default is to keep what the model wrote).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node, Tree
 
-from spec_lsp.syntax.cursor import CLOSING_CHARS, Cursor, opens_block
+from spec_lsp.syntax.cursor import CLOSING_CHARS, Cursor
 from spec_lsp.syntax.languages import LanguageSpec
 from spec_lsp.syntax.lexer import scan
 from spec_lsp.syntax.units import Mode
@@ -73,24 +74,19 @@ def _quote_of(spec: LanguageSpec, node: Node) -> str | None:
 
 
 def mode_of(spec: LanguageSpec, cursor: Cursor, where: Inside, comments: bool = True) -> Mode:
+    """Multi-line unless the rest of the cursor's line is already there (code right of the
+    cursor, a one-line string or comment): a block, a list, a mapping, a multi-line string, the
+    end of a line the model may continue on the next lines."""
     before, after = cursor.line_prefix, cursor.line_suffix
-    if before and after and _word(before[-1]) and _word(after[0]):
-        return "none"  # in the middle of a word
-    if any(ch not in CLOSING_CHARS for ch in after):
-        return "none"  # code right of the cursor
     if where.comment:
         return "single" if comments else "none"
+    if before and after and _word(before[-1]) and _word(after[0]):
+        return "none"  # in the middle of a word
     if where.string is not None:
-        return "single"
-    if cursor.blank_line:
-        prev = cursor.prev_line
-        if cursor.at_eof or (prev is not None and opens_block(prev, spec)):
-            return "multi"
-        return "single"
-    code = before.rstrip()
-    if opens_block(before, spec) and (code.endswith(("{", ":", "=>")) or not after.strip()):
-        return "multi"  # a new body; after `(` or `[` only when nothing was auto-closed
-    return "single"
+        return "multi" if where.string in spec.multiline_quotes else "single"
+    if any(ch not in CLOSING_CHARS for ch in after):
+        return "single"  # the rest of the line is there: complete within it
+    return "multi"
 
 
 def _word(ch: str) -> bool:

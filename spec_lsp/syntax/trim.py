@@ -1,24 +1,29 @@
-"""Trimming a raw completion to the syntactic unit at the cursor, and its streaming form.
+"""Trimming a raw completion to what is worth showing, and its streaming form.
 
-`Trimmer` is built once per request (language, text around the cursor, mode). `trim(text)` applies
-the text-only cuts of `spec_lsp.syntax.units`, then, among the boundaries left (line ends, just
-after `)]};`), takes the longest of those whose insertion leaves the fewest parse errors (so it
-adds no parse error that the file or a shorter boundary did not already have), then drops trailing whitespace; an empty result is None ("show nothing").
-`stop(text)` is the engine's stop callback: the text-only cut, rerun only when the new text could
-have ended the unit. The result is always a prefix of the completion.
+`Trimmer` is built once per request (language, text around the cursor, mode). `trim(text)` keeps
+what the model wrote up to the first hard cut of `spec_lsp.syntax.units` (each has a named
+reason), then:
+- "suffix-overlap": a completion that ends part-way into the rest of the line loses that part;
+- "header-without-body": a block header as the last line, with no body here or below, is dropped;
+- "unit-complete" (languages with a grammar only): when the text adds parse errors to the file,
+  the longest line or statement boundary that adds none is kept; when none does, the text stays.
+Trailing whitespace goes; an empty result is None ("show nothing").
+`stop(text)` is the engine's stop callback: the hard cut, as soon as the text that decides it has
+arrived. The final steps above depend only on the text before the cut, so stopping there gives
+the same suggestion as generating on and trimming after. The result is a prefix of the completion.
 """
 
 from __future__ import annotations
 
 from tree_sitter import Parser, Tree
 
-from spec_lsp.syntax.cursor import cursor_of
+from spec_lsp.syntax.cursor import cursor_of, opens_block
 from spec_lsp.syntax.languages import LanguageSpec, new_parser, spec_for
+from spec_lsp.syntax.lexer import indent_width, scan
 from spec_lsp.syntax.mode import inside, mode_of
 from spec_lsp.syntax.parsecheck import ErrorProbe, make_probe
-from spec_lsp.syntax.units import Cut, Mode, Plan, hard_cut, make_plan
+from spec_lsp.syntax.units import Mode, Plan, Reason, hard_cut, make_plan, partial_overlap
 
-_TRIGGERS = frozenset("\n)]};,:\"'`")
 MAX_CANDIDATES = 64
 
 
@@ -43,41 +48,59 @@ class Trimmer:
             self._tree = self._parser.parse(_encode(prefix + suffix))
         where = inside(spec, cursor, self._tree, len(_encode(prefix)) if self._tree else 0)
         self.mode: Mode = mode if mode is not None else mode_of(spec, cursor, where, comments)
-        self.plan: Plan = make_plan(spec, cursor, self.mode, where.string)
+        self.plan: Plan = make_plan(spec, cursor, self.mode, where.string, prefix, suffix)
         self._probe: ErrorProbe | None = None
-        self._seen = 0
 
     # -- the final trim ------------------------------------------------------------------------
 
     def trim(self, completion: str) -> str | None:
-        if self.mode == "none" or not completion.strip():
-            return None
-        cut = hard_cut(self.plan, completion, final=True)
-        text = completion[: cut.pos]
-        end = self._best_boundary(text, cut)
-        kept = text[:end].rstrip()
-        return kept if kept.strip() else None
+        return self.explain(completion)[0]
 
-    def _best_boundary(self, text: str, cut: Cut) -> int:
+    def explain(self, completion: str) -> tuple[str | None, Reason | None]:
+        """The suggestion, and the reason for the last cut made (None: kept as written)."""
+        if self.mode == "none":
+            return None, "none-here"
+        cut = hard_cut(self.plan, completion, final=True)
+        text, reason = completion[: cut.pos].rstrip(), cut.reason
+        overlap = partial_overlap(self.plan, text)
+        if overlap is not None:
+            text, reason = text[:overlap].rstrip(), "suffix-overlap"
+        bare = self._without_bare_header(text)
+        if bare is not None:
+            text, reason = bare, "header-without-body"
+        end = self._parse_boundary(text)
+        if end is not None:
+            text, reason = text[:end].rstrip(), "unit-complete"
+        if not text.strip():
+            return None, reason or "empty"
+        return text, reason
+
+    def _without_bare_header(self, text: str) -> str | None:
+        """`text` without its last line when that line opens a block that has no body, neither
+        in the completion nor right below the cursor; None when there is no such line."""
+        start = text.rfind("\n") + 1
+        line = text[start:] if start else self.plan.line_prefix + text
+        if (not start and self.plan.line_prefix.strip()) or not opens_block(line, self.spec):
+            return None  # the cursor's own line, being typed: the user writes the body next
+        below = self.plan.next_line
+        if below is not None and indent_width(below) > indent_width(line):
+            return None  # the body is already there
+        return text[:start].rstrip()
+
+    def _parse_boundary(self, text: str) -> int | None:
+        """When `text` adds parse errors to the file: the longest boundary that adds none."""
         if self._parser is None or not text.strip():
-            return len(text)
-        candidates = sorted({c for c in _boundaries(text, cut) if text[:c].strip()}, reverse=True)[
-            :MAX_CANDIDATES
-        ]
-        if not candidates:
-            return len(text)
-        # The fewest parse errors, and the longest candidate among those: a longer candidate
-        # with more errors than a shorter one added them, even if the total stays at the
-        # file's baseline (it fixed an old error and made a new one).
+            return None
         probe = self._get_probe()
-        best, best_errors = candidates[0], None
-        for end in candidates:  # longest first
-            errors = probe.errors(text[:end].rstrip())
-            if best_errors is None or errors < best_errors:
-                best, best_errors = end, errors
-            if errors == 0:
-                break
-        return best
+        if probe.errors(text) <= probe.baseline:
+            return None
+        result = scan(text, self.spec, self.plan.start_string)
+        ends = {line.end for line in result.lines} | set(result.boundaries)
+        candidates = sorted((e for e in ends if e < len(text) and text[:e].strip()), reverse=True)
+        for end in candidates[:MAX_CANDIDATES]:
+            if probe.errors(text[:end].rstrip()) <= probe.baseline:
+                return end
+        return None
 
     def _get_probe(self) -> ErrorProbe:
         if self._probe is None:
@@ -88,35 +111,13 @@ class Trimmer:
     # -- the streaming stop callback -----------------------------------------------------------
 
     def stop(self, text: str) -> int | None:
-        """How much of `text` to keep when the unit is complete, else None (keep generating)."""
+        """How much of `text` to keep once a cut is decided, else None (keep generating)."""
         if self.mode == "none":
             return 0
-        new = text[self._seen :] if len(text) >= self._seen else text
-        self._seen = len(text)
-        if not _may_end(self.plan, text, new):
-            return None
         cut = hard_cut(self.plan, text, final=False)
-        if not cut.complete:
+        if cut.reason is None or not cut.complete:
             return None
-        return len(text[: cut.pos if cut.stop_at is None else cut.stop_at].rstrip())
-
-
-def _may_end(plan: Plan, text: str, new: str) -> bool:
-    """Cheap test: could the text that just arrived have ended the unit?"""
-    if not new:
-        return False
-    if any(ch in _TRIGGERS for ch in new):
-        return True
-    # In multi-line mode a line's first visible character decides a dedent.
-    return plan.unit != "line" and "\n" in text and not new.isspace()
-
-
-def _boundaries(text: str, cut: Cut) -> set[int]:
-    ends = {len(text)}
-    ends.update(line.end for line in cut.scan.lines if line.end <= len(text))
-    ends.update(b for b in cut.scan.boundaries if b <= len(text))
-    ends.update(e for e in cut.extra if e <= len(text))
-    return ends
+        return len(text[: cut.pos].rstrip())
 
 
 def _encode(text: str) -> bytes:
@@ -130,8 +131,8 @@ def completion_mode(language_id: str, prefix: str, suffix: str) -> str:
     """ "none", "single" or "multi" at the cursor between `prefix` and `suffix`; never raises."""
     try:
         return Trimmer(spec_for(language_id), prefix, suffix).mode
-    except Exception:  # a bug here must not take suggestions down: fall back to one line
-        return "single"
+    except Exception:  # a bug here must not take suggestions down: keep what the model writes
+        return "multi"
 
 
 def trim_completion(

@@ -1,202 +1,317 @@
-"""Where the syntactic unit at the cursor ends inside a completion: the text-only ("hard") cuts.
+"""Where a completion stops being worth showing: the text-only ("hard") cuts, each with a reason.
 
-A `Plan` is built once per request from the text around the cursor; `hard_cut(plan, text)` then
-finds, in the completion alone, the first place the unit is over:
-- single-line mode: the first newline outside brackets the completion opened;
-- a closer or quote that closes something opened before the cursor and already closed right of
-  the cursor (the editor's auto-closed pair): cut before it, so it is not repeated;
-- multi-line mode: a line that leaves the unit by its indentation (the dedent out of a Python
-  block, the `}` of a brace block, the next statement at the same level), or a line equal to the
-  line that already follows the cursor.
-It runs on every decode step in the streaming form, so it never parses: the parse check that
-chooses among the remaining boundaries is in `spec_lsp.syntax.trim`.
+The default is to keep what the model wrote. A `Plan` is built once per request from the text
+around the cursor; `hard_cut(plan, text)` then finds, in the completion alone, the first place one
+of these rules cuts it:
+
+- "suffix-overlap": the completion runs into the text already right of the cursor (`, 0);`), or
+  closes a bracket or quote that the suffix already closes: cut where the overlap begins.
+- "suffix-repeat": a line equal to the line that already follows the cursor: cut before it (a
+  completion that only repeats that line is dropped).
+- "repeated-line": a line equal to the completion's previous line (a model going round in a loop).
+- "unbalanced-closer": a closing bracket that closes nothing open before the cursor, or the
+  wrong kind: cut before it.
+- "block-end": a line indented less than the block the cursor is in (outside brackets the
+  completion opened; `else`, `except`, `.then(` and the like continue it), or a line that closes
+  the enclosing block (`}`, `end`) when the suffix does not already close it: kept, and cut after.
+- "unit-complete": in single-line mode, the end of the line (outside brackets the completion
+  opened); a string that began before the cursor closed with no closing quote in the suffix.
+
+Multi-line completions, and completions that begin with a line break, are kept whole up to the
+first of these. None of the rules parses: they run on every decode step in the streaming form. A
+cut is `complete` once the text that decides it has arrived (a line's first character decides a
+dedent, a whole line decides a repeat), so the stop callback fires at the token that decides it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import re
+from dataclasses import dataclass
 from typing import Literal
 
-from spec_lsp.syntax.cursor import Cursor, code_of_line, opens_block
+from spec_lsp.syntax.cursor import Cursor, opens_block
 from spec_lsp.syntax.languages import LanguageSpec
 from spec_lsp.syntax.lexer import CLOSERS, Line, Scan, indent_width, scan
 
 Mode = Literal["none", "single", "multi"]
-Unit = Literal["line", "block", "statement"]
+Reason = Literal[
+    "none-here",
+    "suffix-overlap",
+    "suffix-repeat",
+    "repeated-line",
+    "unbalanced-closer",
+    "block-end",
+    "unit-complete",
+    "header-without-body",
+    "parse-errors",
+    "empty",
+]
 
-# A line ending in one of these goes on into the next line.
-_CONTINUES = ("\\", ",", "+", "-", "*", "/", "=", "&", "|", ".", "?", ":", "(", "[", "{", "<")
-# A line starting with one of these continues the statement above it.
-_CONTINUATION_STARTS = (".", "?", ":", "&&", "||", "+", "-", "*", "/", "=", ")", "]", "}", "|")
+# A line starting with one of these continues the statement above it, even when dedented.
+CONTINUATION_STARTS = (".", "?", ":", "&&", "||", "+", "-", "*", "/", "=", "|", ")", "]", ",")
+_WORD = re.compile(r"\w+")
+PREFIX_WINDOW = 8000  # characters of the prefix scanned for the brackets open at the cursor
 
 
 @dataclass(frozen=True)
 class Plan:
     spec: LanguageSpec
     mode: Mode
-    unit: Unit
-    level: int  # block: lines indented <= level end it; statement: the statement's indentation
-    first_col: int  # the cursor's column (indentation that the completion's first line sits at)
     start_string: str | None  # the quote of a string the cursor is inside
-    suffix_closer: str | None  # the rest of the line right of the cursor, when it starts with a
-    # closer or a quote (what the editor auto-closed)
-    next_line: str | None  # the first non-blank line after the cursor's line
-    blank_line: bool  # only whitespace before the cursor on its line
-    line_tail: str | None = None  # the rest of the line when only `;,:` and quotes
+    line_prefix: str  # the cursor's line up to the cursor
+    rest: str  # the rest of the cursor's line, stripped ("" when nothing is there)
+    next_line: str | None  # the first non-blank line after the cursor's line (rstripped)
+    suffix_start: str  # the suffix's first non-whitespace character ("" when none)
+    level: int  # a line indented less than this ends the block the cursor is in
+    header: int  # the indentation of that block's header: `else`, `end`, `}` stand there
+    open_before: tuple[str, ...]  # brackets open at the cursor, innermost last
 
 
 @dataclass
 class Cut:
     pos: int  # keep text[:pos]
-    complete: bool  # the unit ended inside the text (the streaming form may stop)
+    complete: bool  # the rule that cut has seen all it needs (the streaming form may stop)
+    reason: Reason | None
     scan: Scan
-    closer_line: Line | None = None  # the unit's closing line was kept: also try without it
-    extra: list[int] = field(default_factory=list)
-    stop_at: int | None = None  # where the streaming form stops, when not at `pos`
+
+    def at(self, pos: int, complete: bool, reason: Reason) -> None:
+        if pos < self.pos or (pos == self.pos and self.reason is None):
+            self.pos, self.complete, self.reason = pos, complete, reason
 
 
-def make_plan(spec: LanguageSpec, cursor: Cursor, mode: Mode, start_string: str | None) -> Plan:
-    rest = cursor.line_suffix.lstrip(" \t")
-    closer = rest if rest and (rest[0] in CLOSERS or rest[0] in "\"'`") else None
-    code = code_of_line(cursor.line_prefix, spec)
-    if not cursor.line_prefix.strip():  # a blank line, or only indentation before the cursor
-        first_col = indent_width(cursor.line_prefix)
-        prev = cursor.prev_line
-        if prev is not None and opens_block(prev, spec):
-            unit: Unit = "block"
-            level = indent_width(prev)
-        else:
-            unit, level = "statement", first_col
-    else:
-        first_col = len(cursor.line_prefix.expandtabs(4))
-        if code and opens_block(cursor.line_prefix, spec):
-            unit, level = "block", cursor.line_indent
-        else:
-            unit, level = "statement", cursor.line_indent
-    if mode != "multi":
-        unit = "line"
-    next_line = cursor.next_line if cursor.next_line and cursor.next_line.strip() else None
-    blank = not cursor.line_prefix.strip()
-    tail = cursor.line_suffix.strip()
-    line_tail = tail if tail and all(ch in ";,:\"'`" for ch in tail) else None
+def make_plan(
+    spec: LanguageSpec,
+    cursor: Cursor,
+    mode: Mode,
+    start_string: str | None,
+    prefix: str,
+    suffix: str,
+) -> Plan:
+    level, header = _block_level(spec, cursor, prefix)
+    window = prefix[-PREFIX_WINDOW:]
+    if len(prefix) > PREFIX_WINDOW:  # start on a line start, so the scan starts in code
+        window = window[window.find("\n") + 1 :]
+    open_before = tuple(scan(window, spec).open_brackets) if start_string is None else ()
+    stripped = suffix.lstrip()
     return Plan(
-        spec, mode, unit, level, first_col, start_string, closer, next_line, blank, line_tail
+        spec=spec,
+        mode=mode,
+        start_string=start_string,
+        line_prefix=cursor.line_prefix,
+        rest=cursor.line_suffix.strip(),
+        next_line=cursor.next_line if cursor.next_line and cursor.next_line.strip() else None,
+        suffix_start=stripped[:1],
+        level=level,
+        header=header,
+        open_before=open_before,
     )
 
 
+def _block_level(spec: LanguageSpec, cursor: Cursor, prefix: str) -> tuple[int, int]:
+    """(level, header): lines indented below `level` leave the cursor's block, whose header is
+    indented `header` (-1: no header found, nothing continues it)."""
+    if cursor.line_prefix.strip():
+        if opens_block(cursor.line_prefix, spec):
+            return cursor.line_indent + 1, cursor.line_indent
+        level = cursor.line_indent
+    else:
+        prev = cursor.prev_line
+        if prev is not None and opens_block(prev, spec):
+            return indent_width(prev) + 1, indent_width(prev)
+        level = indent_width(cursor.line_prefix)
+    return level, _header_indent(prefix, level)
+
+
+def _header_indent(prefix: str, level: int, limit: int = 200) -> int:
+    end = prefix.rfind("\n")
+    for _ in range(limit):
+        if end < 0:
+            return -1
+        start = prefix.rfind("\n", 0, end) + 1
+        line = prefix[start:end]
+        if line.strip() and indent_width(line) < level:
+            return indent_width(line)
+        end = start - 1
+    return -1
+
+
 def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
-    """The first end of the unit in `text`; `final` is False while the text is still growing."""
+    """The first cut in `text`; `final` is False while the text is still growing."""
     result = scan(text, plan.spec, plan.start_string)
-    cut = Cut(len(text), False, result)
+    cut = Cut(len(text), False, None, result)
     if plan.mode == "none":
-        return Cut(0, True, result)
-    first = result.escapes[0] if result.escapes else None
-    if (
-        first is not None
-        and plan.suffix_closer is not None
-        and plan.suffix_closer.startswith(first.char)
-    ):
-        cut.pos, cut.complete = first.pos, True
-    if plan.line_tail is not None and (final or "\n" in text):  # `;` already right of the
-        # cursor is not suggested again (judged on the whole first line)
-        head = text[: min(cut.pos, _first_line_end(text))].rstrip()
-        if head.endswith(plan.line_tail):
-            cut.pos, cut.complete = len(head) - len(plan.line_tail), True
-            cut.stop_at = len(head)  # stopping there lets the final trim cut the tail once
-    if plan.unit == "line":
-        _cut_line(plan, text, result, cut)
+        cut.at(0, True, "none-here")
         return cut
-    if plan.unit == "statement" and not text[: _first_line_end(text)].strip():
-        # The first line is empty: the statement begins on the next line, at its own indentation.
-        plan = _replan_statement(plan, result)
-    elif plan.unit == "statement" and plan.blank_line:
-        plan = replace(plan, level=plan.level + indent_width(text))  # the model may indent it
-    _cut_lines(plan, text, result, cut, final)
+    _cut_escapes(plan, text, result, cut, final)
+    _cut_overlap(plan, text, cut)
+    if plan.mode == "single":
+        _cut_line(plan, text, result, cut)
+    else:
+        _cut_lines(plan, text, result, cut, final)
     return cut
 
 
-def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
-    """Single-line mode: the first line break outside brackets that the completion opened (a
-    call or literal spread over lines is one statement). On a blank line, blank lines the model
-    writes first are skipped: the line is its first line with code. Inside a string that began
-    before the cursor, the line ends at the first line break."""
-    lines = result.lines
-    first = 0
-    if plan.blank_line and plan.start_string is None:
-        found = next((i for i, ln in enumerate(lines) if ln.indent is not None), None)
-        if found is None:
-            return  # only blank lines so far: the line has not begun
-        first, line = found, lines[found]
-        if first and text[line.start : line.end].rstrip() == plan.next_line:
-            cut.pos, cut.complete = 0, line.end < len(text)  # the line that already follows
+def _cut_escapes(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> None:
+    """Closers and quotes that close something opened before the cursor."""
+    stack = list(plan.open_before)
+    for escape in result.escapes:
+        if escape.pos >= cut.pos:
             return
-    for line in lines[first + 1 :]:
+        line = _line_at(result, escape.pos)
+        if escape.char not in CLOSERS:  # the string the cursor is in ends here
+            if plan.rest.startswith(escape.char) or (
+                not plan.rest and (plan.next_line or "").lstrip().startswith(escape.char)
+            ):
+                cut.at(escape.pos, True, "suffix-overlap")
+            else:
+                cut.at(line.end, final or line.end < len(text), "unit-complete")
+            return
+        if plan.suffix_start == escape.char:
+            cut.at(escape.pos, True, "suffix-overlap")  # the suffix already closes it
+            return
+        if not stack or CLOSERS[escape.char] != stack[-1]:
+            cut.at(escape.pos, True, "unbalanced-closer")
+            return
+        stack.pop()
+        first = line.start + len(text[line.start : line.end]) - len(text[line.start :].lstrip())
+        if plan.mode == "multi" and escape.pos == first and line.start > 0:
+            after = _depth_after(result, line)
+            if after is None or after < line.depth:  # `}` closes the block, `} else {` does not
+                if after is not None or final:
+                    cut.at(line.end, True, "block-end")
+                return
+
+
+def _line_at(result: Scan, pos: int) -> Line:
+    for line in result.lines:
+        if line.start <= pos <= line.end:
+            return line
+    return result.lines[-1]
+
+
+def _depth_after(result: Scan, line: Line) -> int | None:
+    """The bracket depth after `line` (None: it is the last line, still growing)."""
+    index = result.lines.index(line)
+    if index + 1 < len(result.lines):
+        return result.lines[index + 1].depth
+    return None
+
+
+def _cut_overlap(plan: Plan, text: str, cut: Cut) -> None:
+    """The completion runs into the rest of the cursor's line: cut where that begins."""
+    rest = plan.rest
+    if not rest:
+        return
+    pos = text.find(rest)
+    while 0 <= pos < cut.pos:
+        in_word = _word(rest[0]) and pos > 0 and _word(text[pos - 1])
+        if not in_word and (plan.start_string is not None or _at_code_level(plan, text, pos, rest)):
+            cut.at(pos, True, "suffix-overlap")
+            return
+        pos = text.find(rest, pos + 1)
+
+
+def partial_overlap(plan: Plan, text: str) -> int | None:
+    """Where `text` ends with the beginning of the rest of the line (the model stopped part-way
+    through writing it again), or None. Only a final text is judged this way."""
+    rest = plan.rest
+    if not rest or plan.start_string is not None:
+        return None
+    kept = text.rstrip()
+    for size in range(min(len(rest), len(kept)), 0, -1):
+        if size == 1 and (rest[0].isalnum() or rest[0] == "_"):
+            break  # one letter is no evidence
+        pos = len(kept) - size
+        if kept.endswith(rest[:size]) and _at_code_level(plan, kept, pos, rest):
+            return pos
+    return None
+
+
+def _at_code_level(plan: Plan, text: str, pos: int, rest: str) -> bool:
+    if _word(rest[0]) and pos > 0 and _word(text[pos - 1]):
+        return False
+    head = scan(text[:pos], plan.spec)
+    return head.end_string is None and not head.end_comment and head.end_depth <= 0
+
+
+def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
+    """Single-line mode: the first line break outside brackets the completion opened (a call
+    spread over lines is one line's unit); inside a string, the first line break."""
+    for line in result.lines[1:]:
         if line.start > cut.pos:
             return
         if plan.start_string is not None or (line.depth <= 0 and not line.in_string):
-            cut.pos, cut.complete = line.start - 1, True
+            cut.at(line.start - 1, True, "unit-complete")
             return
 
 
-def _first_line_end(text: str) -> int:
-    end = text.find("\n")
-    return len(text) if end < 0 else end
-
-
-def _replan_statement(plan: Plan, result: Scan) -> Plan:
-    for line in result.lines[1:]:
-        if line.indent is not None and not line.in_string:
-            return replace(plan, level=line.indent)
-    return plan
-
-
 def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> None:
-    prev_code = text[: _first_line_end(text)]
-    lines = result.lines
-    for index in range(1, len(lines)):
-        line = lines[index]
+    escape_starts = {e.pos for e in result.escapes}
+    previous: str | None = None
+    for index, line in enumerate(result.lines):
         if line.start > cut.pos:
             return
         if line.indent is None or line.in_string:
             continue
         body = text[line.start : line.end]
-        whole = final or line.end < len(text)  # the line has all its characters
-        if plan.next_line is not None and whole and body.rstrip() == plan.next_line:
-            cut.pos, cut.complete = max(line.start - 1, 0), True
+        whole = final or line.end < len(text)
+        full = plan.line_prefix + body if index == 0 else body
+        before = max(line.start - 1, 0)
+        if whole and plan.next_line is not None and _same_line(full, plan.next_line, index):
+            cut.at(before, True, "suffix-repeat")
             return
-        if line.depth <= 0 and _ends_unit(plan, line, body, prev_code, whole):
-            _cut_at(plan, text, result, cut, line, whole)
+        if whole and previous is not None and body.rstrip() == previous and _has_word(body):
+            cut.at(before, True, "repeated-line")
             return
-        prev_code = code_of_line(body, plan.spec)
+        if index > 0 and line.depth <= 0:
+            first = line.start + len(body) - len(body.lstrip())
+            if first in escape_starts:
+                previous = full.rstrip()
+                continue  # a closing line: `_cut_escapes` decides
+            ends = _ends_block(plan, line, body, whole)
+            if ends is None:
+                return  # not decided until more of the line arrives
+            if ends == "after":
+                if whole:
+                    cut.at(line.end, True, "block-end")
+                return
+            if ends == "before":
+                cut.at(before, True, "block-end")
+                return
+        previous = full.rstrip()
 
 
-def _ends_unit(plan: Plan, line: Line, body: str, prev_code: str, whole: bool) -> bool:
+def _same_line(full: str, next_line: str, index: int) -> bool:
+    if index == 0:  # the cursor's own line: indentation may differ (the editor's, the model's)
+        return full.strip() == next_line.strip()
+    return full.rstrip() == next_line
+
+
+def _ends_block(plan: Plan, line: Line, body: str, whole: bool) -> str | None:
+    """ "before": the line leaves the block; "after": it closes the block (`end`); "": neither;
+    None: undecided until more of the line arrives."""
     assert line.indent is not None
-    if plan.unit == "block":
-        return line.indent <= plan.level
-    if line.indent < plan.level:
-        return True
-    if line.indent > plan.level:
-        return False
+    if not plan.spec.dedent_ends or line.indent >= plan.level:
+        return ""
     head = body.strip()
-    if not whole and any(k.startswith(head) for k in plan.spec.continuation_keywords):
-        return False  # may still become `else`, `except`, ...
-    word = head.split(maxsplit=1)[0].rstrip(":{") if head else ""
-    if word in plan.spec.continuation_keywords or head.startswith(_CONTINUATION_STARTS):
-        return False
-    previous = prev_code.rstrip()
-    return not (previous.endswith(_CONTINUES) or previous.lstrip().startswith("@"))
+    match = _WORD.match(head)
+    word = match.group(0) if match else ""
+    if line.indent == plan.header:
+        words = plan.spec.continuation_keywords | plan.spec.end_words
+        if not whole and word and len(word) == len(head) and any(k.startswith(word) for k in words):
+            return None  # may still become `else`, `end`, ...
+        if word in plan.spec.continuation_keywords:
+            return ""
+        if word in plan.spec.end_words:
+            return "after"
+    if head.startswith(CONTINUATION_STARTS):
+        return ""
+    return "before"
 
 
-def _cut_at(plan: Plan, text: str, result: Scan, cut: Cut, line: Line, whole: bool) -> None:
-    body = text[line.start : line.end]
-    first_char = line.start + len(body) - len(body.lstrip())
-    if any(e.pos == first_char and e.char in CLOSERS for e in result.escapes):
-        # The line closes the bracket that opened the unit: keep it; the parse check decides
-        # whether the file wanted it (the suffix may close the block already).
-        cut.pos = min(cut.pos, line.end)
-        cut.complete = line.end < len(text)
-        cut.closer_line = line
-        cut.extra.append(max(line.start - 1, 0))
-    else:
-        cut.pos, cut.complete = max(line.start - 1, 0), True
+def _has_word(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"

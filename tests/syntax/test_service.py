@@ -179,10 +179,12 @@ def test_comments_can_be_configured_off() -> None:
     assert svc.mode("file:///c.rs", 1, 15) == "single"
 
 
-def test_stop_callback_on_a_blank_line_waits_past_leading_newlines() -> None:
+def test_stop_callback_on_a_blank_line_keeps_statements_until_the_next_line_repeats() -> None:
     svc = SyntaxService()
     svc.open("file:///n.py", "python", "def f(x):\n    y = 1\n    \n    return y\n")
-    stop = svc.stop_callback("file:///n.py", 2, 4, "single")
-    assert stop("\n") is None
-    assert stop("\n    y += x") is None
-    assert stop("\n    y += x\n") == len("\n    y += x")
+    cutter = svc.cutter("file:///n.py", 2, 4)
+    assert cutter.mode == "multi"
+    assert cutter.stop("\n") is None
+    assert cutter.stop("\n    y += x\n") is None
+    assert cutter.stop("\n    y += x\n    z = 2\n    return y") is None  # may go on
+    assert cutter.stop("\n    y += x\n    z = 2\n    return y\n") == len("\n    y += x\n    z = 2")

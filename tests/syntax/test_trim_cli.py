@@ -47,7 +47,7 @@ def test_trim_cli_answers_every_line_and_survives_bad_ones() -> None:
     assert set(out[3]) == {"error"} and "suffix" in str(out[3]["error"])
     assert set(out[4]) == {"error"}
     assert out[5] == {"text": None}
-    assert out[6] == {"text": "hi"}
+    assert out[6] == {"text": "hi\nbye"}  # no grammar, nothing to cut: kept as written
     assert out[7] == {"text": ", 2"}
     assert set(out[8]) == {"error"}
     assert out[9] == {"text": "1"}

@@ -1,5 +1,5 @@
-"""Property tests of trimming: it never raises, never hands the suffix back, and never returns a
-suggestion with more parse errors than a shorter boundary of it would have had."""
+"""Property tests of trimming: it never raises, never hands the suffix back, adds parse errors only
+when no shorter boundary would add none, and stopping early gives the same suggestion."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tree_sitter import Node
 
-from spec_lsp.syntax import SyntaxService, Trimmer, completion_mode, spec_for, trim_completion
+from spec_lsp.syntax import SyntaxService, cutter_for, spec_for
 from spec_lsp.syntax.languages import new_parser
+from spec_lsp.syntax.units import Mode
 
 CORPUS: dict[str, str] = {
     "python": '''import json
@@ -128,22 +129,22 @@ def cursor_in_corpus(draw: st.DrawFn, only_before_closers: bool = False) -> tupl
 
 @SETTINGS
 @given(
-    language=st.sampled_from(LANGUAGES + ["typescriptreact", "java", "c", "cpp", "nope"]),
+    language=st.sampled_from(LANGUAGES + ["typescriptreact", "java", "yaml", "haskell", "nope"]),
     prefix=st.text(max_size=80),
     suffix=st.text(max_size=80),
     completion=st.text(max_size=80),
-    mode=st.sampled_from([None, "none", "single", "multi", "bogus"]),
+    mode=st.sampled_from([None, "none", "single", "multi"]),
 )
 def test_trimming_arbitrary_text_never_raises(
-    language: str, prefix: str, suffix: str, completion: str, mode: str | None
+    language: str, prefix: str, suffix: str, completion: str, mode: Mode | None
 ) -> None:
-    result = trim_completion(language, prefix, suffix, completion, mode)
+    cutter = cutter_for(language, prefix, suffix, mode=mode)
+    result = cutter.trim(completion)
     assert result is None or completion.startswith(result)
     assert result is None or result.strip()
-    assert completion_mode(language, prefix, suffix) in ("none", "single", "multi")
-    stop = Trimmer(spec_for(language), prefix, suffix).stop
+    assert cutter.mode in ("none", "single", "multi")
     for end in range(0, len(completion) + 1, 7):
-        keep = stop(completion[:end])
+        keep = cutter.stop(completion[:end])
         assert keep is None or 0 <= keep <= end
 
 
@@ -153,7 +154,7 @@ def test_trimmed_suggestion_never_repeats_the_suffix(
     where: tuple[str, str, str], new_code: str
 ) -> None:
     language, prefix, suffix = where
-    result = trim_completion(language, prefix, suffix, new_code + suffix)
+    result = cutter_for(language, prefix, suffix).trim(new_code + suffix)
     if result is None or not suffix.strip():
         return
     # The model wrote new code, then what already follows the cursor: only new code is shown.
@@ -162,21 +163,23 @@ def test_trimmed_suggestion_never_repeats_the_suffix(
 
 @SETTINGS
 @given(where=cursor_in_corpus(), piece=st.data())
-def test_no_shorter_line_boundary_has_fewer_parse_errors(
+def test_parse_errors_are_added_only_when_no_shorter_line_boundary_avoids_them(
     where: tuple[str, str, str], piece: st.DataObject
 ) -> None:
     language, prefix, suffix = where
     source = CORPUS[language]
     start = piece.draw(st.integers(0, len(source)))
     completion = source[start : start + piece.draw(st.integers(1, 120))]  # real code, misplaced
-    result = trim_completion(language, prefix, suffix, completion)
+    result = cutter_for(language, prefix, suffix).trim(completion)
     if result is None:
         return
-    errors = _errors(language, prefix + result + suffix)
+    baseline = _errors(language, prefix + suffix)
+    if _errors(language, prefix + result + suffix) <= baseline:
+        return
     for end in (i for i, ch in enumerate(result) if ch == "\n"):
         shorter = result[:end].rstrip()
         if shorter.strip():
-            assert errors <= _errors(language, prefix + shorter + suffix), shorter
+            assert _errors(language, prefix + shorter + suffix) > baseline, shorter
 
 
 @settings(max_examples=30, deadline=None, database=None)
@@ -216,11 +219,11 @@ def test_stopping_early_gives_the_same_suggestion_as_generating_on(
     source = CORPUS[language]
     start = piece.draw(st.integers(0, len(source)))
     completion = source[start : start + piece.draw(st.integers(1, 200))]
-    trimmer = Trimmer(spec_for(language), prefix, suffix)
+    cutter = cutter_for(language, prefix, suffix)
     step = piece.draw(st.integers(1, 5))  # characters per decode step, like tokens
     for end in range(step, len(completion) + step, step):
-        keep = trimmer.stop(completion[:end])
+        keep = cutter.stop(completion[:end])
         if keep is not None:
             stopped = completion[:end][:keep]
-            assert trimmer.trim(stopped) == trimmer.trim(completion)
+            assert cutter.trim(stopped) == cutter.trim(completion)
             return

@@ -1,0 +1,117 @@
+"""Each cut has a named reason, and the mode follows the text around the cursor: multi-line
+unless the rest of the cursor's line is already there."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_lsp.syntax import Trimmer, cutter_for, spec_for
+from spec_lsp.syntax.units import Reason
+
+CURSOR = "█"
+
+
+def _explain(language: str, source: str, raw: str) -> tuple[str | None, Reason | None]:
+    prefix, suffix = source.split(CURSOR)
+    return Trimmer(spec_for(language), prefix, suffix).explain(raw)
+
+
+# (language, source with █, raw completion, expected suggestion, reason)
+RULES: list[tuple[str, str, str, str | None, Reason | None]] = [
+    ("python", "def f(x):\n    █", "y = x * 2\n    return y", "y = x * 2\n    return y", None),
+    ("c", "memset(buf█, 0);\n", ", len, 0);", ", len", "suffix-overlap"),
+    ("javascript", "f(█);\n", "a, b);", "a, b", "suffix-overlap"),
+    ("java", "list.add(█);\n", "item)", "item", "suffix-overlap"),
+    ("python", "def f(r):█\n    return r\n", "\n    return r\n", None, "suffix-repeat"),
+    (
+        "python",
+        "def f():\n    █",
+        "a()\n    b()\n    b()\n    b()",
+        "a()\n    b()",
+        "repeated-line",
+    ),
+    ("python", "total = sum(█\n", "x for x in xs))\n", "x for x in xs)", "unbalanced-closer"),
+    ("haskell", "f x = x█\n", ")\ng = 1", None, "unbalanced-closer"),
+    ("python", "def f():\n    █", "return 1\nprint(f())", "return 1", "block-end"),
+    ("go", "func f() int {\n\t█", "return 1\n}\n\nfunc g() {}", "return 1\n}", "block-end"),
+    ("ruby", "def f\n  █", "1\nend\nputs f", "1\nend", "block-end"),
+    ("python", "# sum the █\n", "values\nx = 1", "values", "unit-complete"),
+    ("python", 'x = """█', 'text\n"""\ny = 1', 'text\n"""', "unit-complete"),
+    ("python", "for x in xs:\n    █", "if x:\nprint(x)", None, "header-without-body"),
+    ("python", "def f():\n    █", "x = 1\n    y = 2 +", "x = 1", "unit-complete"),
+    ("python", "val█ue = 1\n", "id", None, "none-here"),
+]
+
+
+@pytest.mark.parametrize(("language", "source", "raw", "expected", "reason"), RULES)
+def test_each_cut_names_its_reason(
+    language: str, source: str, raw: str, expected: str | None, reason: Reason | None
+) -> None:
+    assert _explain(language, source, raw) == (expected, reason)
+
+
+MODES: list[tuple[str, str, str]] = [
+    ("python", "def f():\n    █\n", "multi"),
+    ("python", "for x in xs:█\n", "multi"),
+    ("python", "def f():\n    a = 1\n    █\n    b = 2\n", "multi"),
+    ("python", "x = █\ny = 2\n", "multi"),  # the end of a line: the model may go on below
+    ("python", "foo(█)\n", "multi"),  # only an auto-closed pair right of the cursor
+    ("python", "foo(█a, b)\n", "single"),  # the rest of the line is there
+    ("javascript", "if (user && █) {\n", "single"),
+    ("python", "pri█nt(x)\n", "none"),
+    ("python", 'def f():\n    """Ret█\n    """\n', "multi"),  # a multi-line string
+    ("go", 'fmt.Println("hel█")\n', "single"),  # a one-line string
+    ("python", "# a comment█\n", "single"),
+    ("yaml", "key:█\n", "multi"),
+    ("fsharp", "let f x =█\n", "multi"),
+]
+
+
+@pytest.mark.parametrize(("language", "source", "expected"), MODES)
+def test_mode_is_single_only_where_the_rest_of_the_line_is_there(
+    language: str, source: str, expected: str
+) -> None:
+    prefix, suffix = source.split(CURSOR)
+    assert cutter_for(language, prefix, suffix).mode == expected
+
+
+def test_comments_can_be_turned_off() -> None:
+    assert cutter_for("rust", "// a comment ", "\n", comments=False).mode == "none"
+
+
+def test_a_language_without_a_grammar_is_never_cut_by_a_parse() -> None:
+    # Broken-looking Haskell: only text rules apply, so the whole completion stays.
+    raw = "case x of\n    Just y -> y +\n    Nothing -> 0"
+    assert cutter_for("haskell", "f x =\n  ", "\n").trim(raw) == raw
+
+
+PADDING = {
+    "python": "def pad_{i}(x):\n    return x + {i}\n\n\n",
+    "javascript": "function pad_{i}(x) {{\n  return x + {i};\n}}\n\n",
+    "go": "func pad_{i}(x int) int {{\n\treturn x + {i}\n}}\n\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "prefix", "suffix", "raw", "expected"),
+    [
+        ("python", "def f():\n    ", "\n", "x = 1\n    y = 2 +", "x = 1"),
+        (
+            "python",
+            "def add(a, b):\n    ",
+            "\n\ndef g():\n    pass\n",
+            "return a + b\n\ndef h",
+            "return a + b",
+        ),
+        ("javascript", "function f() {\n  ", "\n}\n", "return 1;\n}\n", "return 1;"),
+        ("go", "func f() int {\n\t", "\n}\n", "return 1\n}\n", "return 1"),
+    ],
+)
+def test_large_file_trims_like_a_small_one(
+    language: str, prefix: str, suffix: str, raw: str, expected: str
+) -> None:
+    # 40 KB of unrelated functions on both sides: the parse check then works on a window.
+    pad = "".join(PADDING[language].format(i=i) for i in range(600))
+    assert len(pad) > 20_000
+    assert cutter_for(language, prefix, suffix).trim(raw) == expected
+    assert cutter_for(language, pad + prefix, suffix + "\n" + pad).trim(raw) == expected
