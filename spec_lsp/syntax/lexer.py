@@ -83,8 +83,12 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
     line_start = 0
     line_depth, line_in_string = 0, string is not None
     i, n = 0, len(text)
+    special = _specials(spec)
     while i < n:
         ch = text[i]
+        if string is None and not block and not line_comment and ch not in special:
+            i += 1  # plain code: most characters
+            continue
         if ch == "\n":
             _close_line(out, text, line_start, i, line_depth, line_in_string)
             line_comment = False
@@ -95,7 +99,8 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
             i += 1
             continue
         if line_comment:
-            i += 1
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
         elif block:
             assert spec.block_comment is not None
             if text.startswith(spec.block_comment[1], i):
@@ -133,6 +138,22 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
     out.end_depth = len(stack) - out.escaped_brackets
     out.open_brackets = stack
     return out
+
+
+_SPECIALS: dict[LanguageSpec, frozenset[str]] = {}
+
+
+def _specials(spec: LanguageSpec) -> frozenset[str]:
+    """The characters that may start something the scanner tracks (the rest is skipped)."""
+    found = _SPECIALS.get(spec)
+    if found is None:
+        markers = [*spec.quotes, *spec.line_comments]
+        if spec.block_comment is not None:
+            markers.append(spec.block_comment[0])
+        chars = set(OPENERS) | set(CLOSERS) | {";", "\n", '"', "'", "`"}
+        found = frozenset(chars | {m[0] for m in markers if m})
+        _SPECIALS[spec] = found
+    return found
 
 
 def _code_char(text: str, i: int, spec: LanguageSpec, stack: list[str], out: Scan) -> int:

@@ -25,6 +25,7 @@ from spec_lsp.syntax.parsecheck import ErrorProbe, make_probe
 from spec_lsp.syntax.units import Mode, Plan, Reason, hard_cut, make_plan, partial_overlap
 
 MAX_CANDIDATES = 64
+_TRIGGERS = frozenset("\n)]}\"'`")
 
 
 class Trimmer:
@@ -50,6 +51,7 @@ class Trimmer:
         self.mode: Mode = mode if mode is not None else mode_of(spec, cursor, where, comments)
         self.plan: Plan = make_plan(spec, cursor, self.mode, where.string, prefix, suffix)
         self._probe: ErrorProbe | None = None
+        self._seen = ""  # the text of the previous stop call
 
     # -- the final trim ------------------------------------------------------------------------
 
@@ -110,10 +112,25 @@ class Trimmer:
 
     # -- the streaming stop callback -----------------------------------------------------------
 
+    def _may_decide(self, text: str) -> bool:
+        """Cheap test: could the text that just arrived decide a cut? A closer, quote or line
+        break can; so can the first characters of a line (a dedent, `else`, `end`) and, when the
+        rest of the cursor's line is there, anything (it may run into it)."""
+        old, self._seen = self._seen, text
+        if self.plan.rest or not text.startswith(old):
+            return True
+        new = text[len(old) :]
+        if any(ch in _TRIGGERS for ch in new):
+            return True
+        head = old[old.rfind("\n") + 1 :].strip()
+        return bool(new.strip()) and (not head or head.isidentifier())
+
     def stop(self, text: str) -> int | None:
         """How much of `text` to keep once a cut is decided, else None (keep generating)."""
         if self.mode == "none":
             return 0
+        if not self._may_decide(text):
+            return None
         cut = hard_cut(self.plan, text, final=False)
         if cut.reason is None or not cut.complete:
             return None
