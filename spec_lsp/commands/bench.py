@@ -69,6 +69,7 @@ def _register_syntax(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
 def cmd_engine(args: argparse.Namespace) -> int:
     from spec_lsp.benchmarks.engine_bench import main
     from spec_lsp.engine.loading import ModelLoadError
+    from spec_lsp.presets import PresetError
 
     try:
         return main(
@@ -80,7 +81,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
             args.random_weights,
             args.assistant,
         )
-    except ModelLoadError as exc:
+    except (ModelLoadError, PresetError) as exc:
         print(f"spec-lsp: {exc}")
         return 1
 
