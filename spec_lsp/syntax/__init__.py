@@ -1,15 +1,16 @@
-"""Syntax-aware completion with tree-sitter: the mode at the cursor, trimming at syntactic
-boundaries, the engine's streaming stop callback, and prompt context.
+"""Syntax-aware completion with tree-sitter: one `Cutter` per request (the mode at the cursor,
+the engine's streaming stop callback, and trimming that keeps what the model wrote unless a named
+rule cuts it), and prompt context.
 
 Works on `str` text and (row, col) positions with col in Python characters. Imports tree-sitter
-and its grammar packages only: nothing of torch, pygls or lsprotocol. An unknown language falls
-back to line and indentation rules; nothing here raises on odd input.
+and its grammar packages only: nothing of torch, pygls or lsprotocol. An unknown language gets
+the language-independent rules (`cutter.plain_cutter`); nothing here raises on odd input.
 """
 
 from spec_lsp.syntax.cutter import Cutter, cutter_for
 from spec_lsp.syntax.languages import LanguageSpec, spec_for
 from spec_lsp.syntax.service import SyntaxService
-from spec_lsp.syntax.trim import Trimmer, completion_mode, trim_completion
+from spec_lsp.syntax.trim import Trimmer
 from spec_lsp.syntax.units import Mode
 
 __all__ = [
@@ -18,8 +19,6 @@ __all__ = [
     "LanguageSpec",
     "SyntaxService",
     "Trimmer",
-    "completion_mode",
     "cutter_for",
     "spec_for",
-    "trim_completion",
 ]

@@ -1,22 +1,22 @@
 """`SyntaxService`: open documents with incrementally updated trees, and the per-cursor questions
-the scheduler asks (mode, context, stop callback, trim).
+the completion side asks: `context` (for the prompt) and `cutter` (mode, stop callback, trim).
 
 Thread-safe: edits arrive on the server's event loop while trims run on worker threads, so every
-document operation holds one lock. The stop callback holds no lock and touches no tree: it works
-on the completion text with a plan computed when it was created.
+document operation holds one lock, and so does a cutter's trim (its parse check uses the document's
+parser). The stop callback holds no lock and touches no tree: it works on the completion text with
+a plan computed when the cutter was built.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
 from spec_lsp.syntax.context import build_context
 from spec_lsp.syntax.cutter import Cutter, plain_cutter
 from spec_lsp.syntax.document import Document
 from spec_lsp.syntax.languages import spec_for
-from spec_lsp.syntax.trim import Trimmer, _as_mode
+from spec_lsp.syntax.trim import Trimmer
 
 log = logging.getLogger(__name__)
 
@@ -94,26 +94,6 @@ class SyntaxService:
                 return fallback
             return Cutter(trimmer, self._lock, fallback=fallback)
 
-    def _trimmer(self, uri: str, row: int, col: int, mode: str | None) -> Trimmer | None:
-        with self._lock:
-            doc = self._docs.get(uri)
-            if doc is None:
-                return None
-            prefix, suffix = doc.split(row, col)
-            return Trimmer(
-                doc.spec,
-                prefix,
-                suffix,
-                _as_mode(mode),
-                tree=doc.tree,
-                parser=doc.parser,
-                comments=self.complete_in_comments,
-            )
-
-    def mode(self, uri: str, row: int, col: int) -> str:
-        trimmer = self._trimmer(uri, row, col, None)
-        return trimmer.mode if trimmer is not None else "single"
-
     def context(self, uri: str, row: int, col: int) -> str:
         with self._lock:
             doc = self._docs.get(uri)
@@ -122,26 +102,3 @@ class SyntaxService:
             at = doc.offset(row, col)
             at_byte = doc.byte_offset(at)
             return build_context(doc.spec, doc.text, doc.tree, at_byte, at)
-
-    def stop_callback(self, uri: str, row: int, col: int, mode: str) -> Callable[[str], int | None]:
-        trimmer = self._trimmer(uri, row, col, mode)
-        if trimmer is None:
-            return _single_line_stop if mode == "single" else _never_stop
-        return trimmer.stop
-
-    def trim(self, uri: str, row: int, col: int, completion: str, mode: str) -> str | None:
-        with self._lock:  # the probe parses with the document's parser
-            trimmer = self._trimmer(uri, row, col, mode)
-            if trimmer is None:
-                line = completion.split("\n", 1)[0] if mode == "single" else completion
-                return line.rstrip() if line.strip() and mode != "none" else None
-            return trimmer.trim(completion)
-
-
-def _single_line_stop(text: str) -> int | None:
-    newline = text.find("\n")
-    return newline if newline >= 0 else None
-
-
-def _never_stop(text: str) -> int | None:
-    return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from tree_sitter import Parser, Tree
 
 from spec_lsp.syntax.cursor import cursor_of, opens_block
-from spec_lsp.syntax.languages import LanguageSpec, new_parser, spec_for
+from spec_lsp.syntax.languages import LanguageSpec, new_parser
 from spec_lsp.syntax.lexer import indent_width, scan
 from spec_lsp.syntax.mode import inside, mode_of
 from spec_lsp.syntax.parsecheck import ErrorProbe, make_probe
@@ -141,37 +141,4 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-# -- stateless entry points -------------------------------------------------------------------
-
-
-def completion_mode(language_id: str, prefix: str, suffix: str) -> str:
-    """ "none", "single" or "multi" at the cursor between `prefix` and `suffix`; never raises."""
-    try:
-        return Trimmer(spec_for(language_id), prefix, suffix).mode
-    except Exception:  # a bug here must not take suggestions down: keep what the model writes
-        return "multi"
-
-
-def trim_completion(
-    language_id: str, prefix: str, suffix: str, completion: str, mode: str | None = None
-) -> str | None:
-    """The part of `completion` to show at the cursor, or None; never raises."""
-    try:
-        trimmer = Trimmer(spec_for(language_id), prefix, suffix, _as_mode(mode))
-        return trimmer.trim(completion)
-    except Exception:
-        return _fallback(completion)
-
-
-def _as_mode(mode: str | None) -> Mode | None:
-    if mode in ("none", "single", "multi"):
-        return mode  # type: ignore[return-value]
-    return None
-
-
-def _fallback(completion: str) -> str | None:
-    line = completion.split("\n", 1)[0].rstrip()
-    return line if line.strip() else None
-
-
-__all__ = ["Trimmer", "completion_mode", "trim_completion"]
+__all__ = ["Trimmer"]

@@ -7,9 +7,9 @@ import random
 import pytest
 from tree_sitter import Node
 
-from spec_lsp.syntax import SyntaxService
+from spec_lsp.syntax import SyntaxService, cutter_for
 from spec_lsp.syntax.document import Document
-from spec_lsp.syntax.languages import grammar, new_parser, spec_for
+from spec_lsp.syntax.languages import SPECS, grammar, new_parser, spec_for
 
 PY = 'import os\nfrom typing import Any\n\n\nclass Cache:\n    """Ünïcödé docstring ✓."""\n\n    def get(self, key: str) -> Any:\n        value = self.data.get(key)\n        \n        return value\n'
 
@@ -29,7 +29,7 @@ def _pos(text: str, offset: int) -> tuple[int, int]:
     return before.count("\n"), offset - (before.rfind("\n") + 1)
 
 
-@pytest.mark.parametrize("language", ["python", "javascript", "rust", "go", "java", "c", "cpp"])
+@pytest.mark.parametrize("language", sorted(n for n, s in SPECS.items() if s.grammar is not None))
 def test_every_listed_grammar_loads(language: str) -> None:
     assert grammar(spec_for(language)) is not None
 
@@ -73,25 +73,24 @@ def test_edits_past_the_end_are_clamped_not_raised() -> None:
 
 def test_unknown_documents_and_languages_give_answers_not_errors() -> None:
     svc = SyntaxService()
-    assert svc.mode("file:///nope.py", 0, 0) == "single"
+    assert svc.cutter("file:///nope.py", 0, 0).mode == "multi"
     assert svc.context("file:///nope.py", 0, 0) == ""
-    assert svc.trim("file:///nope.py", 0, 0, "abc\ndef", "single") == "abc"
+    assert svc.cutter("file:///nope.py", 0, 0).trim("abc\ndef") == "abc\ndef"
     svc.open("file:///x.zz", "zz-lang", "begin\n  \nend\n")
-    assert svc.mode("file:///x.zz", 1, 2) in ("single", "multi")
-    assert svc.trim("file:///x.zz", 1, 2, "foo()\nend\n", "multi") == "foo()"
+    cutter = svc.cutter("file:///x.zz", 1, 2)
+    assert cutter.mode == "multi"
+    assert cutter.trim("foo()\nend\n") == "foo()"  # `end` is the line after the cursor
 
 
-def test_service_trim_matches_the_stateless_function() -> None:
-    from spec_lsp.syntax import trim_completion
-
+def test_service_cutter_matches_the_text_only_cutter() -> None:
     text = "function f() {\n  \n}\n"
     svc = SyntaxService()
     svc.open("file:///f.js", "javascript", text)
     raw = "return 1;\n}\n\nfunction g() {}\n"
-    mode = svc.mode("file:///f.js", 1, 2)
-    assert mode == "multi"
-    expected = trim_completion("javascript", text[:17], text[17:], raw)
-    assert svc.trim("file:///f.js", 1, 2, raw, mode) == expected == "return 1;"
+    cutter = svc.cutter("file:///f.js", 1, 2)
+    assert cutter.mode == "multi"
+    expected = cutter_for("javascript", text[:17], text[17:]).trim(raw)
+    assert cutter.trim(raw) == expected == "return 1;"
 
 
 def test_context_has_imports_and_enclosing_headers_outermost_first() -> None:
@@ -121,8 +120,8 @@ def test_context_for_brace_languages_names_the_enclosing_function() -> None:
 
 def test_stop_callback_stops_single_line_mode_at_the_newline() -> None:
     svc = SyntaxService()
-    svc.open("file:///s.py", "python", "x = \n")
-    stop = svc.stop_callback("file:///s.py", 0, 4, "single")
+    svc.open("file:///s.py", "python", "x = foo(, 2)\n")
+    stop = svc.cutter("file:///s.py", 0, 8).stop
     assert stop("compute(") is None
     assert stop("compute(1)") is None
     assert stop("compute(1)\ny") == len("compute(1)")
@@ -131,7 +130,7 @@ def test_stop_callback_stops_single_line_mode_at_the_newline() -> None:
 def test_stop_callback_waits_for_the_dedent_then_keeps_the_block() -> None:
     svc = SyntaxService()
     svc.open("file:///b.py", "python", "def f(x):\n    \n")
-    stop = svc.stop_callback("file:///b.py", 1, 4, "multi")
+    stop = svc.cutter("file:///b.py", 1, 4).stop
     text = ""
     calls = []
     for piece in [
@@ -156,7 +155,7 @@ def test_stop_callback_waits_for_the_dedent_then_keeps_the_block() -> None:
 def test_stop_callback_stops_before_a_closer_already_right_of_the_cursor() -> None:
     svc = SyntaxService()
     svc.open("file:///c.ts", "typescript", "const xs = [1, 2, ];\n")
-    stop = svc.stop_callback("file:///c.ts", 0, 18, "single")
+    stop = svc.cutter("file:///c.ts", 0, 18).stop
     assert stop("3") is None
     assert stop("3]") == 1
 
@@ -174,9 +173,9 @@ def test_context_after_a_body_last_statement_still_names_the_function() -> None:
 def test_comments_can_be_configured_off() -> None:
     svc = SyntaxService(complete_in_comments=False)
     svc.open("file:///c.rs", "rust", "fn main() {\n    // explain \n}\n")
-    assert svc.mode("file:///c.rs", 1, 15) == "none"
+    assert svc.cutter("file:///c.rs", 1, 15).mode == "none"
     svc.complete_in_comments = True
-    assert svc.mode("file:///c.rs", 1, 15) == "single"
+    assert svc.cutter("file:///c.rs", 1, 15).mode == "single"
 
 
 def test_stop_callback_on_a_blank_line_keeps_statements_until_the_next_line_repeats() -> None:
