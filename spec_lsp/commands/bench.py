@@ -108,5 +108,11 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 def cmd_syntax(args: argparse.Namespace) -> int:
     from spec_lsp.benchmarks.syntax import main
+    from spec_lsp.engine.loading import ModelLoadError
+    from spec_lsp.presets import PresetError
 
-    return main(args.preset, args.device, args.max_new_tokens, args.prompts, args.json)
+    try:
+        return main(args.preset, args.device, args.max_new_tokens, args.prompts, args.json)
+    except (ModelLoadError, PresetError) as exc:
+        print(f"spec-lsp: {exc}")
+        return 1
