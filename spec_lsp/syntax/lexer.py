@@ -78,10 +78,8 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
     stack: list[str] = []
     string = start_string
     outer_string = start_string is not None  # the open string belongs to the prefix
-    block = False
-    line_comment = False
-    line_start = 0
-    line_depth, line_in_string = 0, string is not None
+    block = line_comment = False
+    line_start, line_depth, line_in_string = 0, 0, string is not None
     i, n = 0, len(text)
     special = _specials(spec)
     while i < n:
@@ -99,15 +97,11 @@ def scan(text: str, spec: LanguageSpec, start_string: str | None = None) -> Scan
             i += 1
             continue
         if line_comment:
-            newline = text.find("\n", i)
-            i = n if newline < 0 else newline
+            i = n if (newline := text.find("\n", i)) < 0 else newline  # skip to the line's end
         elif block:
-            assert spec.block_comment is not None
-            if text.startswith(spec.block_comment[1], i):
-                block = False
-                i += len(spec.block_comment[1])
-            else:
-                i += 1
+            closing = spec.block_comment[1] if spec.block_comment else ""
+            block = not text.startswith(closing, i)
+            i += 1 if block else len(closing)
         elif string is not None:
             if ch == "\\":
                 i += 1 if text.startswith("\n", i + 1) else 2
