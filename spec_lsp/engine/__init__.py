@@ -1,4 +1,9 @@
-"""The speculative engine: torch only; knows nothing of LSP, editors or tree-sitter.
+"""The speculative engine: torch + transformers only; knows nothing of LSP, grammars or preset files.
 
-`api` holds the torch-free contract; import `loading.load_engine` to get a `SpecEngine`.
+- `api`: the torch-free contract (request, result, stats, `StopFn`, `Backend`, `CancelToken`).
+- `engine`: the loop around a short `speculative_step` (draft -> verify -> accept).
+- `drafters`, `verify`, `cache`: proposals, the accept/reject math, KV reuse per document.
+- `head`, `draft_model`: the distilled draft architectures (`spec_lsp.distill` trains them).
+- `sources`, `loading`: where weights come from; a target and draft put together from a
+  `LoadSpec` of plain values (the app builds it from its presets: `spec_lsp.presets.load_engine`).
 """

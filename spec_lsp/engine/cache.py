@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
@@ -31,6 +31,15 @@ def common_prefix_len(a: list[int], b: list[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+def kv_bytes_per_token(config: Any, dtype: torch.dtype) -> int:
+    """Bytes of KV cache (keys and values, every layer) one token costs a model of `config`."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = getattr(cfg, "num_attention_heads", 1)
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return int(2 * cfg.num_hidden_layers * kv_heads * head_dim * dtype.itemsize)
 
 
 @dataclass

@@ -1,12 +1,14 @@
 """The speculative decoding loop over resident models, with per-document KV reuse.
 
 `SpecEngine.generate` tokenizes the prompt, reuses the document's cached KV for the longest common
-token prefix, prefills only the tail, then repeats: draft k tokens, verify them with one target
-forward, keep the accepted ones plus the target's own next token. Stop conditions (max tokens, EOS,
-stop strings, the external stop callback, cancellation) are applied token by token on what the
-target accepted, so the output is token-for-token the target's own greedy decoding.
+token prefix, prefills only the tail (`_prefill`), then repeats `_speculative_step`: draft k
+tokens, verify them with one target forward, accept the approved ones plus the target's own next
+token. Stop conditions (max tokens, EOS, stop strings, the external stop callback, cancellation)
+are applied token by token on what the target accepted (`_emit`), so the output is token-for-token
+the target's own greedy decoding.
 
-Knows nothing of LSP, editors or syntax; the stop callback is an opaque function of the text.
+Knows nothing of LSP, editors, grammars or preset files; the stop callback is an opaque function
+of the text.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.engine.cache import DocState, DocumentStates, ModelState, common_prefix_len
+from spec_lsp.engine.cache import (
+    DocState,
+    DocumentStates,
+    ModelState,
+    common_prefix_len,
+    kv_bytes_per_token,
+)
 from spec_lsp.engine.drafters import (
     AdaptiveK,
     CombinedDrafter,
@@ -34,17 +42,6 @@ from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 
 log = logging.getLogger(__name__)
-
-
-def kv_bytes_per_token(model: PreTrainedModel | SpecHead) -> int:
-    cfg = (
-        model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    )
-    heads = getattr(cfg, "num_attention_heads", 1)
-    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    layers = cfg.num_hidden_layers
-    return int(2 * layers * kv_heads * head_dim * model.dtype.itemsize)
 
 
 @dataclass
@@ -118,7 +115,8 @@ class SpecEngine:
 
     def _tokens_for_budget(self, megabytes: float) -> int:
         """Cached tokens that fit in `megabytes` of KV (keys + values, every layer)."""
-        per_token = sum(kv_bytes_per_token(m) for m in (self.target, self.draft) if m is not None)
+        models = [m for m in (self.target, self.draft) if m is not None]
+        per_token = sum(kv_bytes_per_token(m.config, m.dtype) for m in models)
         if self.head is not None:  # the target's recorded features, one vector per token
             per_token += self.head.config.hidden_size * self.target.dtype.itemsize
         # Bounded below so that at least one full-context document always fits.
@@ -214,12 +212,26 @@ class SpecEngine:
         method: str,
         generator: torch.Generator | None,
     ) -> None:
-        req, stats = run.request, run.stats
-        if self._cancelled(run):
+        """Prefill, then speculative steps until a stop condition or cancellation."""
+        logits = self._prefill(run, state, prompt)
+        if logits is None:
             return
-        # Prefill: only the tail that differs from the cached state runs; it yields token one.
+        self._emit(run, [self._sample(logits, run.request, generator)[0]])
+        drafter, k_ctl = self._drafter(method), self._k.get(method)
+        while not run.done and not self._cancelled(run):
+            context = prompt + run.generated
+            self._emit(run, self._speculative_step(run, state, context, drafter, k_ctl, generator))
+
+    def _prefill(self, run: _Run, state: DocState, prompt: list[int]) -> torch.Tensor | None:
+        """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
+        cancellation check between them; returns the logits of its last position [1, V], or None
+        when cancelled (the chunks done stay cached)."""
+        stats = run.stats
+        if self._cancelled(run):
+            return None
         t = time.perf_counter()
         reused = min(common_prefix_len(state.target.tokens, prompt), len(prompt) - 1)
+        stats.reused_tokens = reused
         done, chunk = reused, max(1, self.options.prefill_chunk)
         while len(prompt) - done > chunk:
             done += chunk
@@ -227,41 +239,53 @@ class SpecEngine:
             stats.target_forwards += 1
             if self._cancelled(run):
                 stats.prefill_ms = (time.perf_counter() - t) * 1000
-                stats.reused_tokens, stats.prefilled_tokens = reused, done - reused
-                return
+                stats.prefilled_tokens = done - reused
+                return None
         adv = state.target.advance(prompt, keep=1)
         stats.prefill_ms = (time.perf_counter() - t) * 1000
-        stats.reused_tokens, stats.prefilled_tokens = reused, len(prompt) - reused
+        stats.prefilled_tokens = len(prompt) - reused
         stats.target_forwards += 1
-        self._emit(run, [self._sample(adv.logits, req, generator)[0]])
-        drafter = self._drafter(method)
-        k_ctl = self._k.get(method)
-        while not run.done and not self._cancelled(run):
-            context = prompt + run.generated
-            room = req.max_new_tokens - len(run.generated)
-            proposal = Proposal([])
-            if drafter is not None and k_ctl is not None:
-                t = time.perf_counter()
-                proposal = drafter.propose(
-                    context, min(k_ctl.k, room - 1), state.draft, req.temperature, generator
-                )
-                stats.draft_ms += (time.perf_counter() - t) * 1000
+        return adv.logits
+
+    def _speculative_step(
+        self,
+        run: _Run,
+        state: DocState,
+        context: list[int],
+        drafter: Drafter | None,
+        k_ctl: AdaptiveK | None,
+        generator: torch.Generator | None,
+    ) -> list[int]:
+        """draft -> verify -> accept: the tokens the target approves this round (the accepted
+        draft tokens, then the target's own next token)."""
+        req, stats = run.request, run.stats
+        # Draft: up to k tokens, leaving room for the target's own token.
+        proposal = Proposal([])
+        if drafter is not None and k_ctl is not None:
             t = time.perf_counter()
-            drafts = proposal.tokens
-            adv = state.target.advance(context + drafts, keep=len(drafts) + 1)
-            stats.verify_ms += (time.perf_counter() - t) * 1000
-            stats.target_forwards += 1
-            if req.temperature > 0:
-                probs = probs_from_logits(adv.logits, req.temperature, req.top_p)
-                accepted, emitted = rejection_accept(drafts, proposal.probs, probs, generator)
-            else:
-                accepted, emitted = greedy_accept(drafts, adv.logits)
-            if drafts and k_ctl is not None:
-                stats.proposed_tokens += len(drafts)
-                stats.accepted_tokens += accepted
-                stats.rejections += int(accepted < len(drafts))
-                k_ctl.update(len(drafts), accepted)
-            self._emit(run, emitted)
+            room = req.max_new_tokens - len(run.generated)
+            k = min(k_ctl.k, room - 1)
+            proposal = drafter.propose(context, k, state.draft, req.temperature, generator)
+            stats.draft_ms += (time.perf_counter() - t) * 1000
+        drafts = proposal.tokens
+        # Verify: one target forward over the drafts; logits [k + 1, V], row i scores the token
+        # after context + drafts[:i].
+        t = time.perf_counter()
+        logits = state.target.advance(context + drafts, keep=len(drafts) + 1).logits
+        stats.verify_ms += (time.perf_counter() - t) * 1000
+        stats.target_forwards += 1
+        # Accept: the longest approved prefix of the drafts, plus one token from the target.
+        if req.temperature > 0:
+            probs = probs_from_logits(logits, req.temperature, req.top_p)
+            accepted, emitted = rejection_accept(drafts, proposal.probs, probs, generator)
+        else:
+            accepted, emitted = greedy_accept(drafts, logits)
+        if drafts and k_ctl is not None:
+            stats.proposed_tokens += len(drafts)
+            stats.accepted_tokens += accepted
+            stats.rejections += int(accepted < len(drafts))
+            k_ctl.update(len(drafts), accepted)
+        return emitted
 
     def _drafter(self, method: str) -> Drafter | None:
         if method == "ngram":
