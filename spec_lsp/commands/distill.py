@@ -2,9 +2,11 @@
 
     spec-lsp distill --target bundled --corpus ~/src/project --out models/my-draft --steps 600
 
-Writes `--out/config.json`, `model.safetensors` (the draft's own weights; the embeddings are the
-target's, read at load time), the tokenizer, `checkpoint.pt` (resumable: run the same command again
-to continue) and `report.json` (held-out acceptance, draft cost, expected and measured speedup).
+Writes `--out/config.json` (naming the target and a hash of its vocabulary: no copy of its
+tokenizer), `model.safetensors` (the draft's own weights; the embeddings are the target's, read at
+load time), the checkpoint (`head-checkpoint.pt` or `checkpoint.pt`; resumable: run the same
+command again to continue) and `report.json` (held-out acceptance, draft cost, expected and
+measured speedup).
 """
 
 from __future__ import annotations
@@ -78,18 +80,74 @@ def _resolve_target(name: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     import torch
-    from tqdm import tqdm
 
     from spec_lsp.distill.corpus import CorpusError
-    from spec_lsp.distill.train import DistillConfig, DistillError, distill
+    from spec_lsp.distill.loop import DistillError
     from spec_lsp.engine.loading import ModelLoadError
     from spec_lsp.presets import PresetError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    if args.arch == "head":
-        return run_head(args)
+    bars: dict[str, Any] = {}
+    try:
+        teacher, source = _teacher(args)
+        train = _train_head if args.arch == "head" else _train_decoder
+        history = train(args, teacher, source, Bars(bars))
+        for bar in bars.values():
+            bar.close()
+        if args.no_report:
+            return 0
+        from spec_lsp.distill.report import write_report
+
+        report = write_report(Path(args.out), teacher, source, history)
+    except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
+        print(f"spec-lsp distill: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report["summary"], indent=2))
+    return 0
+
+
+class Bars:
+    """One progress bar per stage (feature recording, held-out features, training)."""
+
+    def __init__(self, bars: dict[str, Any]) -> None:
+        self.bars = bars
+
+    def __call__(self, stage: str, done: int, total: int, record: dict[str, float]) -> None:
+        from tqdm import tqdm
+
+        bar = self.bars.get(stage)
+        if bar is None:
+            unit = "step" if stage in ("train", "distill") else "window"
+            bar = self.bars[stage] = tqdm(total=total, desc=stage, unit=unit, mininterval=5.0)
+        bar.n = done
+        shown = {k: round(v, 3) for k, v in record.items() if k in ("loss", "agreement")}
+        if shown:
+            bar.set_postfix(shown, refresh=False)
+        bar.refresh()
+
+
+def _teacher(args: argparse.Namespace) -> tuple[Any, str]:
+    import torch
+
+    from spec_lsp.distill.loop import Teacher
+    from spec_lsp.engine.sources import load_model, load_tokenizer, pick_device, vocab_fingerprint
+
+    source, _ = _resolve_target(args.target)
+    device = pick_device(args.device)
+    tokenizer = load_tokenizer(source, args.trust_remote_code)
+    model = load_model(source, device, torch.float32, args.trust_remote_code)
+    model.requires_grad_(False)
+    return Teacher(model, tokenizer, vocab_fingerprint(tokenizer)), source
+
+
+def _train_decoder(
+    args: argparse.Namespace, teacher: Any, source: str, bars: Bars
+) -> list[dict[str, float]]:
+    """`--arch decoder`: a small decoder over the target's embeddings."""
+    from spec_lsp.distill.train import DistillConfig, distill
+
     cfg = DistillConfig(
         target=args.target,
         corpus=list(args.corpus),
@@ -103,55 +161,15 @@ def run(args: argparse.Namespace) -> int:
         teacher_rows=args.teacher_rows,
         lr=args.lr,
     )
-    try:
-        teacher, source = _teacher(args)
-        bar = tqdm(total=cfg.steps, desc="distill", unit="step", mininterval=5.0)
-
-        def progress(step: int, total: int, record: dict[str, float]) -> None:
-            bar.n = step
-            bar.set_postfix(
-                {k: round(v, 3) for k, v in record.items() if k in ("loss", "agreement")},
-                refresh=False,
-            )
-            bar.refresh()
-
-        state = distill(cfg, teacher, source, progress)
-        bar.close()
-        if args.no_report:
-            return 0
-        from spec_lsp.distill.report import write_report
-
-        report = write_report(Path(args.out), teacher, source, state.history)
-    except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
-        print(f"spec-lsp distill: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report["summary"], indent=2))
-    return 0
+    state = distill(cfg, teacher, source, lambda s, t, r: bars("distill", s, t, r))
+    return state.history
 
 
-def _teacher(args: argparse.Namespace) -> tuple[Any, str]:
-    import torch
-
-    from spec_lsp.distill.train import Teacher
-    from spec_lsp.engine.sources import load_model, load_tokenizer, pick_device, vocab_fingerprint
-
-    source, _ = _resolve_target(args.target)
-    device = pick_device(args.device)
-    tokenizer = load_tokenizer(source, args.trust_remote_code)
-    model = load_model(source, device, torch.float32, args.trust_remote_code)
-    model.requires_grad_(False)
-    return Teacher(model, tokenizer, vocab_fingerprint(tokenizer)), source
-
-
-def run_head(args: argparse.Namespace) -> int:
-    """`--arch head`: record the target's features, train the head, write it and its report."""
-    from tqdm import tqdm
-
-    from spec_lsp.distill.corpus import CorpusError
+def _train_head(
+    args: argparse.Namespace, teacher: Any, source: str, bars: Bars
+) -> list[dict[str, float]]:
+    """`--arch head`: record the target's features, train the head."""
     from spec_lsp.distill.head_train import HeadConfig, distill_head
-    from spec_lsp.distill.train import DistillError
-    from spec_lsp.engine.loading import ModelLoadError
-    from spec_lsp.presets import PresetError
 
     cfg = HeadConfig(
         target=args.target,
@@ -165,31 +183,4 @@ def run_head(args: argparse.Namespace) -> int:
         windows=args.windows,
         lr=args.lr,
     )
-    bars: dict[str, Any] = {}
-    try:
-        teacher, source = _teacher(args)
-
-        def progress(stage: str, done: int, total: int, record: dict[str, float]) -> None:
-            bar = bars.get(stage)
-            if bar is None:
-                unit = "step" if stage == "train" else "window"
-                bar = bars[stage] = tqdm(total=total, desc=stage, unit=unit, mininterval=5.0)
-            bar.n = done
-            shown = {k: round(v, 3) for k, v in record.items() if k in ("loss", "agreement")}
-            if shown:
-                bar.set_postfix(shown, refresh=False)
-            bar.refresh()
-
-        state = distill_head(cfg, teacher, source, progress)
-        for bar in bars.values():
-            bar.close()
-        if args.no_report:
-            return 0
-        from spec_lsp.distill.report import write_report
-
-        report = write_report(Path(args.out), teacher, source, state.history)
-    except (ModelLoadError, PresetError, CorpusError, DistillError) as exc:
-        print(f"spec-lsp distill: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report["summary"], indent=2))
-    return 0
+    return distill_head(cfg, teacher, source, bars).history

@@ -1,7 +1,10 @@
-"""Distilling a small draft model from a target, on source code, for speculative decoding.
+"""Distilling a draft for a target, on source code, for speculative decoding. Imports the engine
+(the draft architectures live there: `spec_lsp.engine.head`, `spec_lsp.engine.draft_model`); the
+engine never imports this package.
 
 - `corpus`: source files, held-out split, token windows, the draft's restricted vocabulary.
-- `model`: the draft architecture (target embeddings, few layers, restricted output layer).
-- `train`: the training loop with the target as teacher, checkpoints and resume.
+- `loop`: what both draft kinds share: teacher, corpus cache, schedule, checkpoint, run loop.
+- `head_train`: the feature head (the default): target features recorded once, then trained on.
+- `train`: the small decoder draft over the target's embeddings.
 - `report`: held-out acceptance, draft cost and expected vs measured speedup.
 """

@@ -8,7 +8,8 @@ fits, on a batch of windows, (1) the next feature (smooth L1, scaled by the feat
 from the target's true features (noised, as the engine's later drafts read predicted ones) and
 once unrolled from the head's own predicted features (what the second draft token sees).
 Held-out agreement (the head's greedy token equals the target's, true features; and unrolled one
-step) is measured every `eval_every` steps. Everything depends only on the seed and the step.
+step) is measured every `eval_every` steps. The corpus, schedule, checkpoint and run loop are
+`loop`'s, shared with the decoder draft's training.
 """
 
 from __future__ import annotations
@@ -17,24 +18,23 @@ import hashlib
 import json
 import logging
 import os
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from spec_lsp.distill.corpus import coverage, top_tokens, windows
-from spec_lsp.distill.train import (
+from spec_lsp.distill.corpus import windows
+from spec_lsp.distill.loop import (
+    Checkpoint,
     Teacher,
+    TrainState,
     cosine_lr,
     epoch_rows,
     load_corpus,
-    read_checkpoint,
-    separator_id,
     teacher_hidden,
-    write_checkpoint,
+    train,
 )
 from spec_lsp.engine.head import SpecHead, SpecHeadConfig, save_head
 
@@ -69,14 +69,6 @@ class HeadConfig:
     checkpoint_every: int = 50
     heldout_windows: int = 16
     heldout_every: int = 50
-
-
-@dataclass
-class HeadTrainState:
-    head: SpecHead
-    optimizer: torch.optim.Optimizer
-    step: int = 0
-    history: list[dict[str, float]] = field(default_factory=list)
 
 
 Progress = Callable[[str, int, int, dict[str, float]], None]
@@ -220,57 +212,24 @@ def agreement(
     return {"agreement": hits / max(1, total), "agreement2": hits2 / max(1, total2)}
 
 
-def save_checkpoint(state: HeadTrainState, cfg: HeadConfig, fingerprint: str, out: Path) -> None:
-    payload = {
-        "step": state.step,
-        "head": state.head.trainable_state(),
-        "optimizer": state.optimizer.state_dict(),
-        "config": asdict(cfg),
-        "fingerprint": fingerprint,
-        "history": state.history,
-    }
-    write_checkpoint(payload, out / CHECKPOINT)
-
-
-def load_checkpoint(state: HeadTrainState, cfg: HeadConfig, fingerprint: str, out: Path) -> bool:
-    saved = read_checkpoint(out / CHECKPOINT, asdict(cfg), fingerprint, SHAPE_KEYS)
-    if saved is None:
-        return False
-    state.head.load_state_dict(saved["head"], strict=False)
-    state.optimizer.load_state_dict(saved["optimizer"])
-    state.step, state.history = int(saved["step"]), list(saved["history"])
-    return True
-
-
 def distill_head(
     cfg: HeadConfig,
     teacher: Teacher,
     source: str,
     progress: Progress | None = None,
     log_every: int = 10,
-) -> HeadTrainState:
+) -> TrainState:
     """Records the target's features (cached), trains (or resumes) the head up to `cfg.steps`
     and writes it to `cfg.out`."""
     out = Path(cfg.out)
-    (out / "cache").mkdir(parents=True, exist_ok=True)
-    train_ids, held_ids, meta = load_corpus(
-        cfg.corpus, cfg.heldout_every, teacher.tokenizer, out / "cache" / "corpus.pt"
-    )
-    vocab_size = teacher.model.config.vocab_size
-    vocab_ids = top_tokens(
-        train_ids, cfg.draft_vocab, vocab_size, [separator_id(teacher.tokenizer)]
-    )
-    meta.update(
-        train_tokens=int(train_ids.numel()),
-        heldout_tokens=int(held_ids.numel()),
-        vocab_coverage_heldout=coverage(held_ids, vocab_ids, vocab_size),
-    )
-    all_windows = windows(train_ids, cfg.seq_len)
+    corpus = load_corpus(cfg.corpus, cfg.heldout_every, cfg.draft_vocab, teacher, out)
+    meta = corpus.meta
+    all_windows = windows(corpus.train, cfg.seq_len)
     # A seeded spread over the whole corpus, not just its first files; nested, so that a run with
     # more windows reuses the features a smaller one recorded.
     pick = torch.randperm(len(all_windows), generator=torch.Generator().manual_seed(cfg.seed))
     train_rows = all_windows[pick[: cfg.windows]]
-    held_rows = windows(held_ids, cfg.seq_len)[: cfg.heldout_windows]
+    held_rows = windows(corpus.heldout, cfg.seq_len)[: cfg.heldout_windows]
     meta.update(feature_windows=len(train_rows), feature_tokens=int(train_rows.numel()))
     log.info("corpus: %s", meta)
     held_feats = record_features(teacher, held_rows, out / "cache" / "heldout", progress, "heldout")
@@ -284,52 +243,44 @@ def distill_head(
     seen = min(cfg.heldout_windows, len(train_rows))
     seen_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in train_feats[:seen]])
 
-    def evaluate(head: SpecHead) -> dict[str, float]:
-        scores = agreement(head, held_feats, held_rows, held_top1)
-        trained = agreement(head, train_feats[:seen], train_rows[:seen], seen_top1)
-        scores["train_agreement"] = trained["agreement"]
-        return scores
-
     # The head trains where the teacher runs (a GPU when there is one); features stay on the CPU
     # and each batch is moved over.
     device = teacher.model.device
-    head = build_head(teacher, vocab_ids, cfg, source).to(device)
+    head = build_head(teacher, corpus.vocab_ids, cfg, source).to(device)
     head.lm_head.weight.requires_grad_(not cfg.freeze_output)
     params = [p for p in head.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
         params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95)
     )
-    state = HeadTrainState(head, optimizer)
-    if load_checkpoint(state, cfg, teacher.fingerprint, out):
-        log.info("resumed from %s at step %d", out / CHECKPOINT, state.step)
-    else:
-        state.history.append({"step": 0, **evaluate(head)})
-    head.train()
-    t0 = time.perf_counter()
-    while state.step < cfg.steps:
-        for group in state.optimizer.param_groups:
-            group["lr"] = lr_at(state.step, cfg)
-        rows = batch_rows(state.step, cfg, len(train_rows))
-        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + state.step)
+    state = TrainState(head, optimizer)
+
+    def evaluate() -> dict[str, float]:
+        scores = agreement(head, held_feats, held_rows, held_top1)
+        trained = agreement(head, train_feats[:seen], train_rows[:seen], seen_top1)
+        scores["train_agreement"] = trained["agreement"]
+        return scores
+
+    def loss_at(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        rows = batch_rows(step, cfg, len(train_rows))
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         feats, tokens = train_feats[rows].to(device).float(), train_rows[rows].to(device)
-        loss, parts = loss_on(head, feats, tokens, scale, cfg, gen)
-        state.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        state.optimizer.step()
-        state.step += 1
-        record: dict[str, float] = {"step": state.step, **parts}
-        if state.step % cfg.eval_every == 0 or state.step == cfg.steps:
-            record.update(evaluate(head))
-        if state.step % log_every == 0 or "agreement" in record:
-            record["elapsed_s"] = round(time.perf_counter() - t0, 1)
-            state.history.append(record)
-            log.info("step %d %s", state.step, {k: round(v, 4) for k, v in record.items()})
-        if state.step % cfg.checkpoint_every == 0 or state.step == cfg.steps:
-            save_checkpoint(state, cfg, teacher.fingerprint, out)
+        return loss_on(head, feats, tokens, scale, cfg, gen)
+
+    def on_step(step: int, steps: int, record: dict[str, float]) -> None:
         if progress is not None:
-            progress("train", state.step, cfg.steps, record)
-    head.eval()
+            progress("train", step, steps, record)
+
+    train(
+        state,
+        cfg,
+        asdict(cfg),
+        Checkpoint(out / CHECKPOINT, teacher.fingerprint, SHAPE_KEYS),
+        lambda step: lr_at(step, cfg),
+        loss_at,
+        evaluate,
+        on_step,
+        log_every,
+    )
     save_head(head, out)
     (out / "corpus.json").write_text(json.dumps(meta, indent=2))
     return state

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.distill.train import DistillConfig, Teacher, distill
+from spec_lsp.distill.loop import Teacher
+from spec_lsp.distill.train import DistillConfig, distill
 from spec_lsp.engine.sources import load_model, load_tokenizer, vocab_fingerprint
 
 TARGET = "builtin:tiny-target"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.distill.train import DistillError, Teacher, distill
+from spec_lsp.distill.loop import DistillError, Teacher
+from spec_lsp.distill.train import distill
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.draft_model import SpecDraftForCausalLM, load_draft
 from spec_lsp.engine.loading import ModelLoadError
@@ -42,7 +43,7 @@ def test_written_draft_has_no_embeddings_and_reloads_identically(trained, teache
     with safe_open(str(Path(cfg.out) / "model.safetensors"), framework="pt") as f:
         assert not any("embed_tokens" in k for k in f.keys())  # noqa: SIM118
     ids = torch.tensor([[5, 17, 900, 42, 7]])
-    expect = state.draft.eval()(input_ids=ids).logits
+    expect = state.model.eval()(input_ids=ids).logits
     assert torch.allclose(draft(input_ids=ids).logits, expect)
     assert torch.equal(
         draft.get_input_embeddings().weight, teacher.model.get_input_embeddings().weight
@@ -118,7 +119,7 @@ def test_interrupted_distill_resumes_from_its_checkpoint_to_the_same_weights(
     teacher: Teacher, corpus: list[str], tmp_path: Path
 ) -> None:
     straight = small_config(corpus, tmp_path / "straight", steps=8, eval_every=100)
-    expect = distill(straight, teacher, TARGET).draft.state_dict()
+    expect = distill(straight, teacher, TARGET).model.state_dict()
 
     resumed = small_config(corpus, tmp_path / "resumed", steps=8, eval_every=100)
 
@@ -131,7 +132,7 @@ def test_interrupted_distill_resumes_from_its_checkpoint_to_the_same_weights(
     seen: list[int] = []
     got = distill(
         resumed, teacher, TARGET, progress=lambda s, t, r: seen.append(s)
-    ).draft.state_dict()
+    ).model.state_dict()
     assert seen == [6, 7, 8]  # continued after the step-5 checkpoint, did not start over
     for key, value in expect.items():
         assert torch.allclose(got[key], value, atol=1e-6), key

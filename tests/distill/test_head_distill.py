@@ -12,7 +12,7 @@ import pytest
 
 from spec_lsp.cli import main
 from spec_lsp.distill.head_train import HeadConfig, distill_head
-from spec_lsp.distill.train import Teacher
+from spec_lsp.distill.loop import Teacher, trained_weights
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.engine import EngineOptions
 from spec_lsp.engine.head import SpecHead, is_head_dir, load_head
@@ -122,7 +122,7 @@ def test_interrupted_head_training_resumes_to_the_same_weights(
     teacher: Teacher, corpus: list[str], tmp_path: Path
 ) -> None:
     straight = head_config(corpus, tmp_path / "straight", steps=8, eval_every=100, draft_vocab=1024)
-    expect = distill_head(straight, teacher, TARGET).head.trainable_state()
+    expect = trained_weights(distill_head(straight, teacher, TARGET).model)
     resumed = head_config(corpus, tmp_path / "resumed", steps=8, eval_every=100, draft_vocab=1024)
 
     def stop_at_five(stage: str, step: int, total: int, record: dict[str, float]) -> None:
@@ -137,7 +137,7 @@ def test_interrupted_head_training_resumes_to_the_same_weights(
         if stage == "train":
             seen.append(step)
 
-    got = distill_head(resumed, teacher, TARGET, progress=record).head.trainable_state()
+    got = trained_weights(distill_head(resumed, teacher, TARGET, progress=record).model)
     assert seen == [6, 7, 8]
     assert got.keys() == expect.keys()
     for key in expect:
