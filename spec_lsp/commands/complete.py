@@ -76,10 +76,16 @@ class Recorder:
 
 
 async def complete_file(
-    options: Options, path: Path, row: int, col: int, recorder: Recorder, progress: ProgressFn
+    options: Options,
+    path: Path,
+    text: str,
+    row: int,
+    col: int,
+    recorder: Recorder,
+    progress: ProgressFn,
 ) -> tuple[Suggestion | None, ModelInfo, str | None]:
-    """The suggestion at 0-based (row, col in characters) of `path`, the model's info, and the
-    load error (None when the model loaded)."""
+    """The suggestion at 0-based (row, col in characters) of `path`, whose content is `text`, the
+    model's info, and the load error (None when the model loaded)."""
     from spec_lsp.completion import CompletionService
     from spec_lsp.worker import InferenceWorker, engine_loader
 
@@ -101,19 +107,24 @@ async def complete_file(
         service.model_ready()
         uri = path.resolve().as_uri()
         # The language comes from the file name.
-        service.did_open(uri, path.name, 1, path.read_text(encoding="utf-8"))
+        service.did_open(uri, path.name, 1, text)
         return await service.complete(uri, row, col, "utf-32"), worker.info, None
     finally:
         worker.stop()
 
 
+def _say(message: str, _fraction: float) -> None:
+    print(message, file=sys.stderr)
+
+
 def cmd_complete(args: argparse.Namespace) -> int:
     path, line, col = split_location(args.location)
     try:
-        check_position(path.read_text(encoding="utf-8"), line, col)
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         print(f"spec-lsp: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return 1
+    check_position(text, line, col)
     options = Options(
         preset=args.preset,
         device=args.device,
@@ -123,22 +134,20 @@ def cmd_complete(args: argparse.Namespace) -> int:
     )
     recorder = Recorder()
     suggestion, info, error = asyncio.run(
-        complete_file(
-            options, path, line - 1, col - 1, recorder, lambda m, _f: print(m, file=sys.stderr)
-        )
+        complete_file(options, path, text, line - 1, col - 1, recorder, _say)
     )
     if error is not None:
         print(f"spec-lsp: {error}", file=sys.stderr)
         return 1
-    text = suggestion.text if suggestion is not None else ""
+    shown = suggestion.text if suggestion is not None else ""
     last = recorder.last
     stats = last.stats.to_dict() if last is not None else {}
     if args.json:
         raw = last.text if last is not None else None
-        print(json.dumps({"suggestion": text, "raw": raw, "stats": stats}, indent=2))
+        print(json.dumps({"suggestion": shown, "raw": raw, "stats": stats}, indent=2))
         return 0
     print(f"--- suggestion at {path}:{line}:{col} ({info.preset}, {info.device})")
-    print(text if text else "(no suggestion)")
+    print(shown if shown else "(no suggestion)")
     print("--- stats" if last is not None else "--- no generation (nothing to suggest here)")
     for key, value in stats.items():
         print(f"{key:>18}: {round(value, 2) if isinstance(value, float) else value}")
