@@ -22,7 +22,15 @@ from spec_lsp.syntax.languages import LanguageSpec, new_parser
 from spec_lsp.syntax.lexer import indent_width, scan
 from spec_lsp.syntax.mode import inside, mode_of
 from spec_lsp.syntax.parsecheck import ErrorProbe, make_probe
-from spec_lsp.syntax.units import Mode, Plan, Reason, hard_cut, make_plan, partial_overlap
+from spec_lsp.syntax.units import (
+    REPEAT_CHARS,
+    Mode,
+    Plan,
+    Reason,
+    hard_cut,
+    make_plan,
+    partial_overlap,
+)
 
 MAX_CANDIDATES = 64
 _TRIGGERS = frozenset("\n)]}\"'`")
@@ -123,6 +131,8 @@ class Trimmer:
         if any(ch in _TRIGGERS for ch in new):
             return True
         head = old[old.rfind("\n") + 1 :].strip()
+        if self.plan.next_line is not None and len(head) < REPEAT_CHARS:
+            return True  # the line may begin like the line after the cursor
         return bool(new.strip()) and (not head or head.isidentifier())
 
     def stop(self, text: str) -> int | None:

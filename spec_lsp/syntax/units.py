@@ -6,7 +6,8 @@ of these rules cuts it:
 
 - "suffix-overlap": the completion runs into the text already right of the cursor (`, 0);`), or
   closes a bracket or quote that the suffix already closes: cut where the overlap begins.
-- "suffix-repeat": a line equal to the line that already follows the cursor: cut before it (a
+- "suffix-repeat": a line equal to the line that already follows the cursor, or (after the
+  completion's first line) beginning with its first `REPEAT_CHARS` characters: cut before it (a
   completion that only repeats that line is dropped).
 - "repeated-line": a line equal to the completion's previous line (a model going round in a loop).
 - "unbalanced-closer": a closing bracket that closes nothing open before the cursor, or the
@@ -50,7 +51,8 @@ Reason = Literal[
 # A line starting with one of these continues the statement above it, even when dedented.
 CONTINUATION_STARTS = (".", "?", ":", "&&", "||", "+", "-", "*", "/", "=", "|", ")", "]", ",")
 _WORD = re.compile(r"\w+")
-PREFIX_WINDOW = 8000  # characters of the prefix scanned for the brackets open at the cursor
+PREFIX_WINDOW = 8000
+REPEAT_CHARS = 16  # a later line beginning with this much of the line after the cursor repeats it  # characters of the prefix scanned for the brackets open at the cursor
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,10 @@ def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> No
         whole = final or line.end < len(text)
         full = plan.line_prefix + body if index == 0 else body
         before = max(line.start - 1, 0)
-        if whole and plan.next_line is not None and _same_line(full, plan.next_line, index):
+        if plan.next_line is not None and (
+            (whole and _same_line(full, plan.next_line, index))
+            or (index > 0 and _begins_like(body, plan.next_line))
+        ):
             cut.at(before, True, "suffix-repeat")
             return
         if whole and previous is not None and body.rstrip() == previous and _has_word(body):
@@ -279,6 +284,16 @@ def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> No
                 cut.at(before, True, "block-end")
                 return
         previous = full.rstrip()
+
+
+def _begins_like(body: str, next_line: str) -> bool:
+    """A line that begins like the (longer) line after the cursor: its indentation and first
+    `REPEAT_CHARS` characters. Decided as soon as they arrive, so the stop callback does not wait
+    for the rest of a line that is already in the file."""
+    head = next_line.lstrip()
+    if len(head) <= REPEAT_CHARS:
+        return False
+    return body.startswith(next_line[: len(next_line) - len(head) + REPEAT_CHARS])
 
 
 def _same_line(full: str, next_line: str, index: int) -> bool:

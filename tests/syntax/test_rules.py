@@ -115,3 +115,22 @@ def test_large_file_trims_like_a_small_one(
     assert len(pad) > 20_000
     assert cutter_for(language, prefix, suffix).trim(raw) == expected
     assert cutter_for(language, pad + prefix, suffix + "\n" + pad).trim(raw) == expected
+
+
+def test_a_repeat_of_the_next_line_is_decided_from_its_beginning() -> None:
+    # The stop callback does not wait for the rest of a line that is already in the file.
+    cutter = cutter_for("python", "def f(x):\n    ", "\n    return normalize(x, strict=True)\n")
+    text = "x = clean(x)\n    return normaliz"
+    assert cutter.stop(text) is None
+    assert cutter.stop(text + "e") == len("x = clean(x)")
+    assert cutter.trim(text + "e(x, strict=False)") == "x = clean(x)"
+
+
+def test_the_cursor_line_is_not_cut_for_beginning_like_the_next_line() -> None:
+    # A new argument line above a similar one: only an exact repeat drops the cursor's line.
+    prefix, suffix = (
+        "def setup(p):\n    ",
+        '\n    p.add_argument("--verbose", action="store_true")\n',
+    )
+    raw = 'p.add_argument("--quiet", action="store_true")'
+    assert cutter_for("python", prefix, suffix).trim(raw) == raw
