@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spec_lsp.syntax import cutter_for
+from spec_lsp.syntax import SyntaxService, cutter_for
 
 CASES_DIR = Path(__file__).parent / "cases"
 
@@ -45,6 +45,16 @@ def test_stopping_at_the_callback_gives_the_same_suggestion(case: dict[str, Any]
         if keep is not None:
             assert cutter.trim(completion[:end][:keep]) == case["expected"]
             return
+
+
+def test_the_service_gives_the_same_suggestions_from_open_documents() -> None:
+    svc = SyntaxService()
+    for case in CASES:
+        prefix = case["prefix"]
+        uri = "file:///cases/" + case["id"]
+        svc.open(uri, case["languageId"], prefix + case["suffix"])
+        row, col = prefix.count("\n"), len(prefix) - (prefix.rfind("\n") + 1)
+        assert svc.cutter(uri, row, col).trim(case["completion"]) == case["expected"], case["id"]
 
 
 def test_the_suite_is_broad_and_mostly_keeps_the_completion() -> None:
