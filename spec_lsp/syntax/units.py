@@ -175,7 +175,8 @@ def _cut_escapes(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> 
             cut.at(escape.pos, True, "unbalanced-closer")
             return
         stack.pop()
-        first = line.start + len(text[line.start : line.end]) - len(text[line.start :].lstrip())
+        body = text[line.start : line.end]
+        first = line.start + len(body) - len(body.lstrip())
         if plan.mode == "multi" and escape.pos == first and line.start > 0:
             after = _depth_after(result, line)
             if after is None or after < line.depth:  # `}` closes the block, `} else {` does not
