@@ -32,7 +32,7 @@ from pygls.exceptions import (
 )
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import Options, merge, settings_section
@@ -114,6 +114,24 @@ class SpecProtocol(LanguageServerProtocol):
             if isinstance(uri, str):
                 ARRIVAL.set(service.arrive(uri))
         super()._handle_request(msg_id, method_name, params)
+
+    # The service keeps the documents. pygls' own copy (its workspace) is skipped: it doubled
+    # the memory of every document, and it rewrote a change's range in place before our handler
+    # saw it (a position past the end of the last line became its length minus one).
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
         if not self.initialize_seen and method_name != types.EXIT:
