@@ -73,8 +73,14 @@ class ModelInfo:
 
     @classmethod
     def of(cls, preset: Preset, device: str) -> ModelInfo:
-        p = preset
-        return cls(p.name, device, p.target, p.draft, p.fim, p.context_tokens)
+        return cls(
+            preset=preset.name,
+            device=device,
+            target=preset.target,
+            draft=preset.draft,
+            fim=preset.fim,
+            context_tokens=preset.context_tokens,
+        )
 
 
 def engine_loader(options: Options) -> Loader:
