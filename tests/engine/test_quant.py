@@ -51,7 +51,9 @@ def test_int4_layer_from_q4_1_blocks_holds_the_same_weights() -> None:
     lin = Int4Linear.from_blocks(blocks)
     zero = blocks.minimum + 8 * blocks.scale
     # Codes and torch's convention (q - 8) * scale + zero map d q + m exactly in fp32 ...
-    assert torch.allclose(exact_int4_weight(lin, blocks.scale, zero), blocks.dequantize(), atol=1e-6)
+    assert torch.allclose(
+        exact_int4_weight(lin, blocks.scale, zero), blocks.dequantize(), atol=1e-6
+    )
     # ... and the layer (bfloat16 scales and activations) computes x W^T to bf16 precision.
     x = torch.randn(3, 128)
     ref = x @ blocks.dequantize().t()
@@ -74,7 +76,9 @@ def test_bundled_q4_1_block_becomes_int4_exactly() -> None:
     blocks = read_blocks(path, "blk.3.ffn_up.weight")
     lin = Int4Linear.from_blocks(blocks)
     zero = blocks.minimum + 8 * blocks.scale
-    assert torch.allclose(exact_int4_weight(lin, blocks.scale, zero), blocks.dequantize(), atol=1e-6)
+    assert torch.allclose(
+        exact_int4_weight(lin, blocks.scale, zero), blocks.dequantize(), atol=1e-6
+    )
 
 
 def test_int8_layer_is_close_to_its_weight() -> None:
