@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 from spec_lsp.distill.corpus import windows
 from spec_lsp.distill.loop import (
     Checkpoint,
+    Corpus,
     Teacher,
     TrainState,
     cosine_lr,
@@ -212,6 +214,44 @@ def agreement(
     return {"agreement": hits / max(1, total), "agreement2": hits2 / max(1, total2)}
 
 
+@dataclass
+class Features:
+    """The windows the head trains and is evaluated on, the target's features on them [N, L, H]
+    (float16, CPU) and its greedy next tokens [N, L] (the agreement reference)."""
+
+    train_rows: torch.Tensor
+    train_feats: torch.Tensor
+    held_rows: torch.Tensor
+    held_feats: torch.Tensor
+    held_top1: torch.Tensor
+    seen_top1: torch.Tensor  # on the first training windows: the gap to held-out is over-fitting
+    scale: float  # the features' spread, for the loss and the input noise
+
+
+def prepare_features(
+    cfg: HeadConfig, teacher: Teacher, corpus: Corpus, progress: Progress | None
+) -> Features:
+    out = Path(cfg.out)
+    all_windows = windows(corpus.train, cfg.seq_len)
+    # A seeded spread over the whole corpus, not just its first files; nested, so that a run with
+    # more windows reuses the features a smaller one recorded.
+    pick = torch.randperm(len(all_windows), generator=torch.Generator().manual_seed(cfg.seed))
+    train_rows = all_windows[pick[: cfg.windows]]
+    held_rows = windows(corpus.heldout, cfg.seq_len)[: cfg.heldout_windows]
+    corpus.meta.update(feature_windows=len(train_rows), feature_tokens=int(train_rows.numel()))
+    log.info("corpus: %s", corpus.meta)
+    held_feats = record_features(teacher, held_rows, out / "cache" / "heldout", progress, "heldout")
+    train_feats = record_features(
+        teacher, train_rows, out / "cache" / "train", progress, "features"
+    )
+    out_w = teacher.model.get_output_embeddings().weight.detach().float().cpu()
+    held_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in held_feats])
+    seen = min(cfg.heldout_windows, len(train_rows))
+    seen_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in train_feats[:seen]])
+    scale = float(train_feats[:64].float().std())
+    return Features(train_rows, train_feats, held_rows, held_feats, held_top1, seen_top1, scale)
+
+
 def distill_head(
     cfg: HeadConfig,
     teacher: Teacher,
@@ -223,26 +263,7 @@ def distill_head(
     and writes it to `cfg.out`."""
     out = Path(cfg.out)
     corpus = load_corpus(cfg.corpus, cfg.heldout_every, cfg.draft_vocab, teacher, out)
-    meta = corpus.meta
-    all_windows = windows(corpus.train, cfg.seq_len)
-    # A seeded spread over the whole corpus, not just its first files; nested, so that a run with
-    # more windows reuses the features a smaller one recorded.
-    pick = torch.randperm(len(all_windows), generator=torch.Generator().manual_seed(cfg.seed))
-    train_rows = all_windows[pick[: cfg.windows]]
-    held_rows = windows(corpus.heldout, cfg.seq_len)[: cfg.heldout_windows]
-    meta.update(feature_windows=len(train_rows), feature_tokens=int(train_rows.numel()))
-    log.info("corpus: %s", meta)
-    held_feats = record_features(teacher, held_rows, out / "cache" / "heldout", progress, "heldout")
-    train_feats = record_features(
-        teacher, train_rows, out / "cache" / "train", progress, "features"
-    )
-    out_w = teacher.model.get_output_embeddings().weight.detach().float().cpu()
-    held_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in held_feats])  # [N, L]
-    scale = float(train_feats[:64].float().std())
-    # Agreement on windows it trains on too: the gap to held-out shows over-fitting.
-    seen = min(cfg.heldout_windows, len(train_rows))
-    seen_top1 = torch.stack([(f.float() @ out_w.T).argmax(-1) for f in train_feats[:seen]])
-
+    f = prepare_features(cfg, teacher, corpus, progress)
     # The head trains where the teacher runs (a GPU when there is one); features stay on the CPU
     # and each batch is moved over.
     device = teacher.model.device
@@ -255,32 +276,25 @@ def distill_head(
     state = TrainState(head, optimizer)
 
     def evaluate() -> dict[str, float]:
-        scores = agreement(head, held_feats, held_rows, held_top1)
-        trained = agreement(head, train_feats[:seen], train_rows[:seen], seen_top1)
+        scores = agreement(head, f.held_feats, f.held_rows, f.held_top1)
+        seen = len(f.seen_top1)
+        trained = agreement(head, f.train_feats[:seen], f.train_rows[:seen], f.seen_top1)
         scores["train_agreement"] = trained["agreement"]
         return scores
 
     def loss_at(step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        rows = batch_rows(step, cfg, len(train_rows))
+        rows = batch_rows(step, cfg, len(f.train_rows))
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
-        feats, tokens = train_feats[rows].to(device).float(), train_rows[rows].to(device)
-        return loss_on(head, feats, tokens, scale, cfg, gen)
+        feats, tokens = f.train_feats[rows].to(device).float(), f.train_rows[rows].to(device)
+        return loss_on(head, feats, tokens, f.scale, cfg, gen)
 
     def on_step(step: int, steps: int, record: dict[str, float]) -> None:
         if progress is not None:
             progress("train", step, steps, record)
 
-    train(
-        state,
-        cfg,
-        asdict(cfg),
-        Checkpoint(out / CHECKPOINT, teacher.fingerprint, SHAPE_KEYS),
-        lambda step: lr_at(step, cfg),
-        loss_at,
-        evaluate,
-        on_step,
-        log_every,
-    )
+    checkpoint = Checkpoint(out / CHECKPOINT, teacher.fingerprint, SHAPE_KEYS)
+    schedule = partial(lr_at, cfg=cfg)
+    train(state, cfg, asdict(cfg), checkpoint, schedule, loss_at, evaluate, on_step, log_every)
     save_head(head, out)
-    (out / "corpus.json").write_text(json.dumps(meta, indent=2))
+    (out / "corpus.json").write_text(json.dumps(corpus.meta, indent=2))
     return state

@@ -103,15 +103,11 @@ class SpecEngine:
         self._k = {
             m: AdaptiveK(self.options.k, 1, self.options.k_max) for m in ("ngram", "draft", "both")
         }
-        eos = getattr(tokenizer, "eos_token_id", None)
+        # End of text: the tokenizer's EOS and any the target's generation config names.
+        eos = [getattr(tokenizer, "eos_token_id", None)]
         cfg_eos = getattr(target.generation_config, "eos_token_id", None)
-        ids = {eos} if isinstance(eos, int) else set()
-        ids |= (
-            set(cfg_eos)
-            if isinstance(cfg_eos, list)
-            else ({cfg_eos} if isinstance(cfg_eos, int) else set())
-        )
-        self.eos_ids: set[int] = ids
+        eos += cfg_eos if isinstance(cfg_eos, list) else [cfg_eos]
+        self.eos_ids: set[int] = {i for i in eos if isinstance(i, int)}
 
     def _tokens_for_budget(self, megabytes: float) -> int:
         """Cached tokens that fit in `megabytes` of KV (keys + values, every layer)."""
