@@ -41,6 +41,11 @@ if [[ ${SPEC_LSP_SKIP_VSCODE:-0} == 1 ]]; then
   rm -f "$STAMP"
   exit 0
 fi
+# One set-up at a time: two at once (make test beside make editors) removed each other's Node, so
+# code-server's postinstall ran on the system's Node 20 and refused to install.
+mkdir -p "$TOOLS"
+exec 9>"$TOOLS/.vscode-setup.lock"
+flock 9
 rm -f "$STAMP" # written again only when everything below succeeded
 
 # --- Debian packages -------------------------------------------------------------------------
