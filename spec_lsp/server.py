@@ -20,7 +20,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
 from lsprotocol import types
@@ -35,7 +35,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
-from spec_lsp.config import Options, merge, settings_section
+from spec_lsp.config import MODEL_FIELDS, Options, camel, merge, settings_section
 from spec_lsp.wire import read_frames
 from spec_lsp.worker import InferenceWorker, Loader, engine_loader
 
@@ -290,9 +290,20 @@ class SpecServer(LanguageServer):
 
 
 def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]:
-    """`merge`, and a preset from a client must be a name from models/ (or tiny), never a path:
-    a client can pick among the presets the user installed, not point the server at files."""
+    """`merge`, with two guards for the fields that reload the models: an invalid value keeps
+    the current one (merge's fallback to the default would load another model), and a preset from
+    a client must be a name from models/ (or tiny), never a path: a client can pick among the
+    presets the user installed, not point the server at files."""
     options, warnings = merge(current, settings)
+    wire = settings if isinstance(settings, Mapping) else {}
+    for name in MODEL_FIELDS:  # an invalid value keeps the models loaded, not the default's
+        key, kept = camel(name), getattr(current, name)
+        if getattr(options, name) != kept and wire.get(key) != getattr(options, name):
+            options = dataclasses.replace(options, **{name: kept})
+            warnings = [w for w in warnings if f"for {key!r}" not in w]
+            warnings.append(
+                f"spec-lsp: invalid value {wire.get(key)!r} for {key!r}; keeping {kept!r}"
+            )
     if options.preset != current.preset and not PRESET_NAME.fullmatch(options.preset):
         warnings.append(
             f"spec-lsp: preset {options.preset!r} refused: a client may name a preset from "

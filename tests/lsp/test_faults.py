@@ -262,3 +262,21 @@ def test_an_invoked_request_waits_for_the_load_and_automatic_ones_do_not(
     gate.touch()
     response = pending.result(60)
     assert response["result"]["items"], response  # answered by the model once it is ready
+
+
+# -- what a client may ask for ------------------------------------------------------------------
+def test_a_client_cannot_name_a_model_path_nor_reload_models_with_an_invalid_value(
+    servers: list, tmp_path: Path
+) -> None:
+    server = start(servers, serve_command("no-such-preset"))
+    server.initialize({"preset": "../../../etc/passwd"})
+    assert server.wait_loaded()["preset"] == "no-such-preset"
+    assert any("refused" in m and "passwd" in m for m in server.messages), server.messages
+    evil = tmp_path / "evil.toml"
+    evil.write_text('target = "builtin:tiny-target"\n')
+    for preset in (str(evil), "models/../evil", 5, None, ["tiny"]):
+        server.notify("workspace/didChangeConfiguration", {"settings": {"preset": preset}})
+        status = server.result("spec-lsp/status")
+        assert (status["state"], status["preset"]) == ("failed", "no-such-preset"), preset
+    server.notify("workspace/didChangeConfiguration", {"settings": {"trustRemoteCode": "yes"}})
+    assert server.result("spec-lsp/status")["state"] == "failed"  # no reload was started
