@@ -1,0 +1,31 @@
+"""Remote backends: generation sent to an existing serving engine over HTTP.
+
+`llama_server` (llama.cpp's server: `/completion`, `/infill`) and `openai` (vLLM and other
+OpenAI-compatible servers: `/v1/completions`) implement `spec_lsp.engine.api.Backend` with
+httpx's streaming; `stream` is the loop they share (stop callback, stop strings and cancellation
+close the stream; failures are empty answers with a reason and a back-off in `health`); `spec`
+reads a preset's `[backend]` table. This room imports httpx and the torch-free `engine.api` and
+`prompt` modules only: no torch, transformers, LSP library, tree-sitter, server or completion.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spec_lsp.remote.spec import RemoteSpec, RemoteSpecError, parse_backend
+
+if TYPE_CHECKING:
+    from spec_lsp.remote.stream import RemoteBackend
+
+__all__ = ["RemoteSpec", "RemoteSpecError", "connect", "parse_backend"]
+
+
+def connect(spec: RemoteSpec) -> RemoteBackend:
+    """The backend for a remote spec (no request is sent until the first generation)."""
+    if spec.kind == "llama-server":
+        from spec_lsp.remote.llama_server import LlamaServerBackend
+
+        return LlamaServerBackend(spec)
+    from spec_lsp.remote.openai import OpenAIBackend
+
+    return OpenAIBackend(spec)

@@ -1,0 +1,114 @@
+"""llama.cpp's `llama-server` as a backend.
+
+Prefix-only presets (fim = "none") stream from `/completion` with the prompt as built; FIM presets
+stream from `/infill`: the prompt builder's FIM prompt is split back into `input_prefix` and
+`input_suffix` (the server applies the model's own FIM tokens; other files' chunks already lead
+the prefix, so `input_extra` stays empty). Greedy sampling (`top_k` 1) unless a temperature is
+asked; `cache_prompt` keeps the slot's KV for the next keystroke; `timings_per_token` makes every
+chunk carry the engine's figures, so a stream closed early still reports them.
+
+count_tokens asks the server's `/tokenize` (one short request), and falls back to the chars/4
+estimate when it cannot.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+import httpx
+
+from spec_lsp.engine.api import GenerationRequest, GenerationStats
+from spec_lsp.prompt import template_for
+from spec_lsp.remote.stream import Chunk, RemoteBackend
+
+STOP_TYPES = {"limit": "max_tokens", "eos": "eos", "word": "stop_string"}
+
+
+@cache
+def _fim_pattern(family: str) -> re.Pattern[str] | None:
+    template = template_for(family)
+    if template.layout == "prefix":
+        return None
+    parts = re.split(r"(\{prefix\}|\{suffix\})", template.pattern)
+    regex = "".join(
+        f"(?P<{p[1:-1]}>.*)" if p in ("{prefix}", "{suffix}") else re.escape(p) for p in parts
+    )
+    return re.compile(regex + r"\Z", re.DOTALL)
+
+
+def split_fim(prompt: str, family: str) -> tuple[str, str] | None:
+    """(prefix, suffix) of a prompt rendered with `family`'s template; None if it is not one."""
+    pattern = _fim_pattern(family)
+    match = pattern.match(prompt) if pattern is not None else None
+    return None if match is None else (match["prefix"], match["suffix"])
+
+
+class LlamaServerBackend(RemoteBackend):
+    label = "llama-server"
+
+    def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "n_predict": request.max_new_tokens,
+            "stream": True,
+            "cache_prompt": True,
+            "timings_per_token": True,
+            "stop": list(request.stop_strings),
+        }
+        if request.temperature > 0:
+            body.update(temperature=request.temperature, top_p=request.top_p)
+            if request.seed is not None:
+                body["seed"] = request.seed
+        else:
+            body.update(temperature=0.0, top_k=1, samplers=["top_k"])
+        fim = split_fim(request.prompt, self.spec.fim) if self.spec.fim != "none" else None
+        if fim is None:
+            return "/completion", {"prompt": request.prompt, **body}
+        prefix, suffix = fim
+        return "/infill", {
+            "input_prefix": prefix,
+            "input_suffix": suffix,
+            "input_extra": [],
+            **body,
+        }
+
+    def read_chunk(self, data: dict[str, Any]) -> Chunk:
+        text = data.get("content", "")
+        if not isinstance(text, str):
+            raise TypeError("content is not a string")
+        figures = dict(data.get("timings") or {})
+        for key in ("tokens_evaluated", "tokens_cached"):
+            if key in data:
+                figures[key] = data[key]
+        done = data.get("stop") is True
+        stop_reason = STOP_TYPES.get(str(data.get("stop_type")), "eos") if done else ""
+        return Chunk(text, done, stop_reason, figures)
+
+    def fill_stats(self, stats: GenerationStats, figures: dict[str, Any]) -> None:
+        cached = int(figures.get("cache_n", 0))
+        evaluated = int(figures.get("prompt_n", 0))
+        stats.reused_tokens = cached
+        stats.prefilled_tokens = evaluated
+        stats.prompt_tokens = int(figures.get("tokens_evaluated", cached + evaluated))
+        stats.prefill_ms = float(figures.get("prompt_ms", 0.0))
+        stats.verify_ms = float(figures.get("predicted_ms", 0.0))
+        stats.generated_tokens = max(stats.generated_tokens, int(figures.get("predicted_n", 0)))
+        stats.proposed_tokens = int(figures.get("draft_n", 0))
+        stats.accepted_tokens = int(figures.get("draft_n_accepted", 0))
+
+    def count_tokens(self, text: str) -> int:
+        """The server's own count (`/tokenize`), else the chars/4 estimate."""
+        try:
+            response = httpx.post(
+                f"{self.spec.base_url}/tokenize",
+                json={"content": text},
+                headers=self.spec.headers(),
+                timeout=self.spec.connect_timeout_s,
+                verify=self.spec.verify_tls,
+                trust_env=False,
+            )
+            response.raise_for_status()
+            return len(response.json()["tokens"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return super().count_tokens(text)

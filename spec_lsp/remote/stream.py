@@ -1,0 +1,236 @@
+"""The streaming loop every remote backend shares: one HTTP request per generation, read as
+server-sent events, closed as soon as the stop callback, a stop string or the cancel token fires.
+
+The request runs on httpx's async client in an event loop this backend owns, driven from the
+inference worker's thread (`Backend.generate` is blocking there). A watcher polls the request's
+`CancelToken` every POLL_S and cancels the streaming task, which closes the connection at once,
+even while the server has not sent the next chunk (a long prefill). A failure (connection refused
+or reset, timeout, HTTP error, malformed chunk) is an empty result with stop_reason "error", and
+`Health` says why and when to try again. Subclasses say where to send a request and how to read
+one chunk (`Chunk`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.remote.health import Health
+from spec_lsp.remote.spec import RemoteSpec
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.005  # how often the cancel token is looked at while a chunk is awaited
+CHARS_PER_TOKEN = 4.0  # count_tokens' estimate when the server cannot tokenize
+
+
+class RemoteError(Exception):
+    """A failed remote request, described in words for the status (no key, no prompt)."""
+
+
+@dataclass
+class Chunk:
+    text: str = ""
+    done: bool = False
+    stop_reason: str = ""  # when done: max_tokens | eos | stop_string
+    stats: dict[str, Any] = field(default_factory=dict)  # engine figures, read by `fill_stats`
+
+
+@dataclass
+class _Progress:
+    text: str = ""
+    chunks: int = 0
+    stop_reason: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class RemoteBackend:
+    """A `spec_lsp.engine.api.Backend` that streams from an HTTP engine."""
+
+    label = "remote"
+
+    def __init__(self, spec: RemoteSpec) -> None:
+        self.spec = spec
+        self.health = Health(f"{self.label} at {spec.base_url}")
+        self.device = "remote"
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
+        self.requests = 0
+
+    # -- what subclasses say ------------------------------------------------------------------
+    def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def read_chunk(self, data: dict[str, Any]) -> Chunk:
+        raise NotImplementedError
+
+    def fill_stats(self, stats: GenerationStats, figures: dict[str, Any]) -> None:
+        """Copies the engine's own figures (prompt cached/evaluated, drafted/accepted)."""
+
+    # -- Backend ------------------------------------------------------------------------------
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        start = time.perf_counter()
+        stats = GenerationStats(method=self.label)
+        progress = _Progress()
+        if self.health.backing_off():
+            stats.stop_reason = "error"
+        else:
+            loop = self._event_loop()
+            try:
+                loop.run_until_complete(self._run(request, progress))
+                self.health.ok()
+                stats.stop_reason = progress.stop_reason or "eos"
+            except RemoteError as exc:
+                self._failed(str(exc), stats)
+            except httpx.HTTPError as exc:
+                self._failed(_describe(exc, self.spec), stats)
+        text = "" if stats.stop_reason == "error" else progress.text
+        stats.generated_tokens = progress.chunks
+        self.fill_stats(stats, progress.stats)
+        stats.total_ms = (time.perf_counter() - start) * 1000
+        if stats.total_ms > 0 and stats.generated_tokens:
+            stats.tokens_per_s = stats.generated_tokens / (stats.total_ms / 1000)
+        return GenerationResult(text, stats=stats)
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, round(len(text) / CHARS_PER_TOKEN)) if text else 0
+
+    def forget(self, doc_id: str) -> None:
+        """The engine keeps its own prompt cache; nothing is held here per document."""
+
+    def status(self) -> dict[str, object]:
+        return self.health.status()
+
+    def close(self) -> None:
+        if self._loop is not None and self._client is not None:
+            self._loop.run_until_complete(self._client.aclose())
+            self._loop.close()
+        self._loop = self._client = None
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _failed(self, why: str, stats: GenerationStats) -> None:
+        log.warning("%s: %s", self.health.where, why)
+        self.health.failed(why)
+        stats.stop_reason = "error"
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            s = self.spec
+            self._client = httpx.AsyncClient(
+                base_url=s.base_url,
+                timeout=httpx.Timeout(s.read_timeout_s, connect=s.connect_timeout_s),
+                verify=s.verify_tls,
+                trust_env=False,
+            )
+        return self._client
+
+    async def _run(self, request: GenerationRequest, progress: _Progress) -> None:
+        """Streams until done or stopped; a set cancel token cancels the stream at once."""
+        stream = asyncio.ensure_future(self._stream(request, progress))
+        watch = asyncio.ensure_future(_cancelled(request))
+        try:
+            await asyncio.wait({stream, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (stream, watch):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        if stream.cancelled():
+            progress.stop_reason = "cancelled"
+        else:
+            stream.result()  # raises what the stream raised
+
+    async def _stream(self, request: GenerationRequest, progress: _Progress) -> None:
+        path, body = self.endpoint(request)
+        self.requests += 1
+        client = self.client()
+        async with client.stream("POST", path, json=body, headers=self.spec.headers()) as response:
+            if response.status_code >= 400:
+                detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
+                raise RemoteError(f"HTTP {response.status_code} from {path}: {detail}")
+            async for line in response.aiter_lines():
+                chunk = self._parse(line)
+                if chunk is None:
+                    continue
+                progress.stats.update(chunk.stats)
+                progress.stop_reason = chunk.stop_reason or progress.stop_reason
+                if chunk.text:
+                    progress.chunks += 1
+                    if _append(request, progress, chunk.text):
+                        return  # leaving the block closes the response and its connection
+                if chunk.done:
+                    progress.stop_reason = progress.stop_reason or "eos"
+                    return
+        raise RemoteError("the stream ended before its last chunk")
+
+    def _parse(self, line: str) -> Chunk | None:
+        """One server-sent event line: a chunk, None for other lines, RemoteError if bad."""
+        if line.startswith("error:"):
+            raise RemoteError(f"the engine reported an error: {line[6:].strip()[:200]}")
+        if not line.startswith("data:"):
+            return None
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return Chunk(done=True)
+        try:
+            data = json.loads(payload)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            if "error" in data:
+                raise RemoteError(f"the engine reported an error: {str(data['error'])[:200]}")
+            return self.read_chunk(data)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise RemoteError(f"malformed chunk ({type(exc).__name__})") from exc
+
+
+async def _cancelled(request: GenerationRequest) -> None:
+    while request.cancel is None or not request.cancel.cancelled:
+        await asyncio.sleep(POLL_S)
+
+
+def _append(request: GenerationRequest, progress: _Progress, piece: str) -> bool:
+    """Adds a streamed piece; True (text cut to what is kept) when a stop fires."""
+    before = len(progress.text)
+    text = progress.text + piece
+    keep: int | None = None
+    for stop in request.stop_strings:
+        at = text.find(stop, max(0, before - len(stop) + 1))
+        if at >= 0 and (keep is None or at < keep):
+            keep, progress.stop_reason = at, "stop_string"
+    if keep is None and request.stop_callback is not None:
+        keep = request.stop_callback(text)
+        if keep is not None:
+            progress.stop_reason = "callback"
+    progress.text = text if keep is None else text[:keep]
+    if request.on_text is not None and len(progress.text) > before:
+        request.on_text(progress.text[before:])
+    return keep is not None
+
+
+def _describe(exc: httpx.HTTPError, spec: RemoteSpec) -> str:
+    """An httpx failure in words, for the status."""
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or unreachable (is the engine running?)"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"no connection within {spec.connect_timeout_s:g} s"
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"no answer within {spec.read_timeout_s:g} s (engine slow or stuck)"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "connection closed mid-answer"
+    if isinstance(exc, httpx.ReadError):
+        return "connection reset mid-answer"
+    return f"{type(exc).__name__}: {exc}"[:200]

@@ -1,0 +1,120 @@
+"""A small fake engine on 127.0.0.1 (random port) that streams like llama-server or vLLM.
+
+`mode` picks the behaviour of the next requests: "ok", "5xx", "malformed" (a bad chunk after
+two good ones), "reset" (the connection dropped mid-stream), "slow" (no chunk for a long time).
+Each request's body is kept, and `closed` counts streams the client closed before their end.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeEngine:
+    def __init__(self, pieces: list[str], delay_s: float = 0.01, flavor: str = "llama") -> None:
+        self.pieces = pieces
+        self.delay_s = delay_s
+        self.flavor = flavor  # llama | openai
+        self.mode = "ok"
+        self.bodies: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.closed = 0
+        self.sent: list[int] = []  # chunks written per request
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                engine.bodies.append(body)
+                engine.paths.append(self.path)
+                if self.path == "/tokenize":
+                    self._json({"tokens": list(range(len(body.get("content", "")) // 3))})
+                    return
+                engine.serve(self)
+
+            def _json(self, obj: object) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _chunk(self, text: str, last: bool) -> dict[str, Any]:
+        if self.flavor == "openai":
+            finish = "length" if last else None
+            return {"choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+        out: dict[str, Any] = {"content": text, "stop": last, "tokens_evaluated": 12}
+        out["timings"] = {"cache_n": 8, "prompt_n": 4, "predicted_n": 1, "prompt_ms": 1.5}
+        if last:
+            out.update(stop_type="limit", tokens_cached=20)
+            out["timings"].update(draft_n=6, draft_n_accepted=4)
+        return out
+
+    def serve(self, h: BaseHTTPRequestHandler) -> None:
+        if self.mode == "5xx":
+            data = b'{"error": "overloaded"}'
+            h.send_response(503)
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        sent = 0
+        try:
+            for i, piece in enumerate(self.pieces):
+                if self.mode == "slow":
+                    time.sleep(30)
+                if self.mode == "malformed" and i == 2:
+                    self._write(h, b"data: {not json\n\n")
+                    break
+                if self.mode == "reset" and i == 2:
+                    h.connection.shutdown(socket.SHUT_RDWR)  # no terminating chunk: a reset
+                    return
+                last = i == len(self.pieces) - 1
+                self._write(h, f"data: {json.dumps(self._chunk(piece, last))}\n\n".encode())
+                sent += 1
+                time.sleep(self.delay_s)
+            if self.flavor == "openai" and self.mode == "ok":
+                usage = {"prompt_tokens": 10, "completion_tokens": sent}
+                usage["prompt_tokens_details"] = {"cached_tokens": 6}  # type: ignore[assignment]
+                self._write(h, f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+                self._write(h, b"data: [DONE]\n\n")
+            self._write(h, b"", end=True)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.closed += 1
+        finally:
+            self.sent.append(sent)
+
+    @staticmethod
+    def _write(h: BaseHTTPRequestHandler, data: bytes, end: bool = False) -> None:
+        if data:
+            h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        if end:
+            h.wfile.write(b"0\r\n\r\n")
+        h.wfile.flush()
