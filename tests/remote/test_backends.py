@@ -107,9 +107,12 @@ def test_cancel_closes_the_request_within_one_chunk(engine: FakeEngine) -> None:
     request = GenerationRequest("p", cancel=token, on_text=streamed.append)
     backend = backend_for(engine)
     done: list[float] = []
-    thread = threading.Thread(
-        target=lambda: (backend.generate(request), done.append(time.perf_counter()))
-    )
+
+    def run() -> None:
+        backend.generate(request)
+        done.append(time.perf_counter())
+
+    thread = threading.Thread(target=run)
     thread.start()
     assert wait_until(lambda: streamed)
     cancelled_at = time.perf_counter()
