@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install setup demo editors test lint typecheck pytest bench clean
+.PHONY: install setup demo editors test lint typecheck pytest bench clean fuzz
 
 # What the demo needs: the package with torch, and the bundled model converted once.
 install: $(STAMP)
@@ -51,6 +51,10 @@ pytest: $(DEV_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider
 
 test: setup lint typecheck pytest
+
+# The protocol fuzz at length: 3 encodings x 3,400 examples (make test runs 150 of each).
+fuzz: $(DEV_STAMP)
+	SPEC_LSP_FUZZ_EXAMPLES=3400 $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 
 bench: install
 	$(BIN)/spec-lsp bench engine --preset bundled
