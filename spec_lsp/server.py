@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import re
-import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -36,7 +35,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import MODEL_FIELDS, Options, camel, merge, settings_section
-from spec_lsp.wire import read_frames
+from spec_lsp.wire import serve_stream
 from spec_lsp.worker import InferenceWorker, Loader, engine_loader
 
 log = logging.getLogger(__name__)
@@ -55,7 +54,6 @@ DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
 DOCUMENT_TEXT = "spec-lsp/documentText"
 EXIT_GRACE_S = 3.0  # after `exit`, the process is ended even if a thread still blocks
 INVOKED_LOAD_WAIT_S = 10.0  # an explicitly invoked request waits this long for a loading model
-QUEUED_MESSAGES = 8  # bodies read ahead of the event loop (backpressure on a flooding client)
 
 LoaderFactory = Callable[[Options], Loader]
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
@@ -162,16 +160,15 @@ class SpecServer(LanguageServer):
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serves over stdio until `exit`, the end of stdin, or SIGTERM; sets `exit_code`.
 
-        Frames are read by `wire.read_frames` (bounded, resynchronizing after a framing error) in
-        a daemon thread, so a read blocked on stdin never holds the process when it should end;
-        at most QUEUED_MESSAGES bodies wait for the event loop (a flooding client blocks)."""
+        `wire.serve_stream` reads frames in a daemon thread, bounded and resynchronizing after a
+        framing error, so a read blocked on stdin never holds the process when it should end."""
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         # Not asyncio.run: its clean-up would cancel a model load or a generation in progress
         # and wait for it; the caller ends the process instead (`serve`'s `leave`).
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(self._serve_stream(stdin or sys.stdin.buffer))
+            loop.run_until_complete(serve_stream(stdin or sys.stdin.buffer, self._handle_body))
         except BrokenPipeError:
             log.error("the client closed the connection")
         except SystemExit as exc:  # `exit`: pygls ends with sys.exit(0 after shutdown, else 1)
@@ -179,41 +176,12 @@ class SpecServer(LanguageServer):
         finally:
             self.shutdown()
 
-    async def _serve_stream(self, stream: BinaryIO) -> None:
-        loop = asyncio.get_running_loop()
-        ended = loop.create_future()
-        slots = threading.Semaphore(QUEUED_MESSAGES)
-
-        def end(reason: str) -> None:
-            if not ended.done():
-                log.info("stopping: %s", reason)
-                ended.set_result(None)
-
-        def handle(body: bytes) -> None:
-            slots.release()
-            try:
-                message = json.loads(body, object_hook=self.protocol.structure_message)
-                self.protocol.handle_message(message)
-            except Exception as exc:  # bad input from a client is logged, never a crash
-                log.warning("unreadable message (%d bytes): %s", len(body), type(exc).__name__)
-
-        def queue(body: bytes) -> None:
-            slots.acquire()
-            loop.call_soon_threadsafe(handle, body)
-
-        def pump() -> None:
-            try:
-                read_frames(stream, queue)
-            except (OSError, ValueError) as exc:
-                log.error("reading stdin failed: %s", exc)
-            finally:
-                with contextlib.suppress(RuntimeError):  # the loop may be gone already
-                    loop.call_soon_threadsafe(end, "end of input")
-
-        threading.Thread(target=pump, name="spec-lsp-stdin", daemon=True).start()
-        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-            loop.add_signal_handler(signal.SIGTERM, end, "SIGTERM")
-        await ended
+    def _handle_body(self, body: bytes) -> None:
+        try:
+            message = json.loads(body, object_hook=self.protocol.structure_message)
+            self.protocol.handle_message(message)
+        except Exception as exc:  # bad input from a client is logged, never a crash
+            log.warning("unreadable message (%d bytes): %s", len(body), type(exc).__name__)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors caused by client input are answered or logged; never a popup per keystroke.
@@ -234,13 +202,17 @@ class SpecServer(LanguageServer):
         if not self.options.enabled:
             state = "disabled"
         info = worker.info if worker is not None else None
+        # A remote engine's state; while it fails, its reason in words is the status' error.
+        engine = worker.engine_status() if worker is not None else None
+        error = worker.error if worker is not None else None
         return {
             "state": state,
             "preset": info.preset if info and info.preset else self.options.preset,
             "device": info.device if info and info.device else self.options.device,
-            "error": worker.error if worker is not None else None,
+            "error": error or (engine or {}).get("message"),
             "target": info.target if info else "",
             "draft": info.draft if info else None,
+            "engine": engine,
         }
 
     async def load_models(self) -> None:

@@ -13,8 +13,12 @@ It knows nothing of JSON-RPC or pygls: bodies go to a callback as bytes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
+import signal
+import threading
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -22,6 +26,7 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a 10 MB document, JSON-escaped, fits with room to spare
 MAX_LINE_BYTES = 64 * 1024  # header lines are read in pieces of at most this many bytes
+QUEUED_MESSAGES = 8  # bodies read ahead of the event loop (backpressure on a flooding client)
 _HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
 
 
@@ -49,3 +54,39 @@ def read_frames(
         if len(body) < size:
             return  # the stream ended inside a body
         on_body(body)
+
+
+async def serve_stream(stream: BinaryIO, handle: Callable[[bytes], None]) -> None:
+    """Runs `handle(body)` on the running loop for each frame of `stream`, until the stream ends
+    or SIGTERM. A daemon thread reads, so a read blocked on stdin never holds up the process's
+    end; at most QUEUED_MESSAGES bodies wait for the loop (a flooding client blocks)."""
+    loop = asyncio.get_running_loop()
+    ended = loop.create_future()
+    slots = threading.Semaphore(QUEUED_MESSAGES)
+
+    def end(reason: str) -> None:
+        if not ended.done():
+            log.info("stopping: %s", reason)
+            ended.set_result(None)
+
+    def run(body: bytes) -> None:
+        slots.release()
+        handle(body)
+
+    def queue(body: bytes) -> None:
+        slots.acquire()
+        loop.call_soon_threadsafe(run, body)
+
+    def pump() -> None:
+        try:
+            read_frames(stream, queue)
+        except (OSError, ValueError) as exc:
+            log.error("reading the client's stream failed: %s", exc)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop may be gone already
+                loop.call_soon_threadsafe(end, "end of input")
+
+    threading.Thread(target=pump, name="spec-lsp-stdin", daemon=True).start()
+    with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+        loop.add_signal_handler(signal.SIGTERM, end, "SIGTERM")
+    await ended
