@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spec_lsp.remote.spec import RemoteSpec, RemoteSpecError, parse_backend
+
 if TYPE_CHECKING:
     from spec_lsp.engine.engine import EngineOptions, SpecEngine
     from spec_lsp.engine.loading import LoadSpec, Progress
@@ -43,6 +45,8 @@ class Preset:
     target_config: str | None = None
     draft_config: str | None = None
     path: Path | None = None
+    # A `[backend]` table: a remote engine (llama-server, OpenAI-compatible) serves this preset.
+    backend: RemoteSpec | None = None
 
     def resolve(self, source: str) -> str:
         """A relative path source resolves against models/; ids and bundled: names pass through."""
@@ -100,7 +104,15 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         target_config=text("target_config"),
         draft_config=text("draft_config"),
         path=path,
+        backend=_backend(name, data.get("backend"), fim),
     )
+
+
+def _backend(name: str, table: object, fim: str) -> RemoteSpec | None:
+    try:
+        return parse_backend(name, table, fim)
+    except RemoteSpecError as exc:
+        raise PresetError(str(exc)) from exc
 
 
 TINY = Preset(

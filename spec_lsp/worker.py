@@ -3,7 +3,7 @@
 This module owns loading a backend and running its calls one at a time; results come back to the
 asyncio loop as futures. A loader returns the backend with what the app knows of it from the
 preset (`ModelInfo`); `engine_loader` is the local engine's, and imports torch only when it runs,
-in this thread. The module knows nothing of LSP, documents or prompts.
+in this thread; for a preset with a remote `[backend]` it connects `spec_lsp.remote` instead. The module knows nothing of LSP, documents or prompts.
 
 Memory: a prefill of a whole document allocates activations far larger than the KV it keeps
 (attention scores alone are heads x tokens^2 floats per layer), and a dropped document frees its KV.
@@ -89,6 +89,11 @@ def engine_loader(options: Options) -> Loader:
 
     def load(progress: ProgressFn) -> tuple[Backend, ModelInfo]:
         preset = load_preset(options.preset)
+        if preset.backend is not None:  # a remote engine serves it: nothing loads here
+            from spec_lsp.remote import connect
+
+            progress(f"connecting to {preset.backend.kind} at {preset.backend.base_url}", 1.0)
+            return connect(preset.backend), ModelInfo.of(preset, "remote")
         engine = load_engine(
             preset,
             device=options.device,
@@ -195,6 +200,11 @@ class InferenceWorker:
                 self._trim_due = self._trim_due or frees_memory
 
         self._queue.put(job)
+
+    def engine_status(self) -> dict[str, object] | None:
+        """A remote backend's own state (reachable, why not); None for the local engine."""
+        status = getattr(self.backend, "status", None)
+        return status() if callable(status) else None
 
     def stop(self) -> None:
         self._queue.put(None)

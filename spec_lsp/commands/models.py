@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -32,7 +33,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "draft": p.draft,
                 "method": p.method,
                 "fim": p.fim,
-                "offline": all(is_available_offline(s) for s in sources),
+                "backend": p.backend.kind if p.backend else "local",
+                "offline": p.backend is None and all(is_available_offline(s) for s in sources),
                 "description": p.description,
             }
         )
@@ -43,9 +45,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         pair = f"{r['target']} / {r['draft'] or '-'}"
         print(
-            f"{r['name']:<22} {'yes' if r['offline'] else 'no':<8} {r['method']:<7} {r['fim']:<10} {pair}"
+            f"{r['name']:<22} {_where(r):<8} {r['method']:<7} {r['fim']:<10} {pair}"
         )
     return 0
+
+
+def _where(row: Mapping[str, object]) -> str:
+    """The offline column: yes/no for a local pair, "remote" for one a server runs."""
+    return "remote" if row["backend"] != "local" else "yes" if row["offline"] else "no"
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
