@@ -4,9 +4,10 @@
 what the model wrote up to the first hard cut of `spec_lsp.syntax.units` (each has a named
 reason), then:
 - "suffix-overlap": a completion that ends part-way into the rest of the line loses that part;
-- "header-without-body": a block header as the last line, with no body here or below, is dropped;
 - "unit-complete" (languages with a grammar only): when the text adds parse errors to the file,
-  the longest line or statement boundary that adds none is kept; when none does, the text stays.
+  the longest line boundary that adds none is kept; when none does, the text stays;
+- "header-without-body": a last line that opens a block or bracket with nothing in it, here or
+  below the cursor, is dropped (and so on up).
 Trailing whitespace goes; an empty result is None ("show nothing").
 `stop(text)` is the engine's stop callback: the hard cut, as soon as the text that decides it has
 arrived. The final steps above depend only on the text before the cut, so stopping there gives
@@ -75,12 +76,11 @@ class Trimmer:
         overlap = partial_overlap(self.plan, text)
         if overlap is not None:
             text, reason = text[:overlap].rstrip(), "suffix-overlap"
-        bare = self._without_bare_header(text)
-        if bare is not None:
-            text, reason = bare, "header-without-body"
         end = self._parse_boundary(text)
         if end is not None:
             text, reason = text[:end].rstrip(), "unit-complete"
+        while (bare := self._without_bare_header(text)) is not None:
+            text, reason = bare, "header-without-body"
         if not text.strip():
             return None, reason or "empty"
         return text, reason
@@ -105,7 +105,7 @@ class Trimmer:
         if probe.errors(text) <= probe.baseline:
             return None
         result = scan(text, self.spec, self.plan.start_string)
-        ends = {line.end for line in result.lines} | set(result.boundaries)
+        ends = {line.end for line in result.lines}
         candidates = sorted((e for e in ends if e < len(text) and text[:e].strip()), reverse=True)
         for end in candidates[:MAX_CANDIDATES]:
             if probe.errors(text[:end].rstrip()) <= probe.baseline:

@@ -9,7 +9,8 @@ of these rules cuts it:
 - "suffix-repeat": a line equal to the line that already follows the cursor, or (after the
   completion's first line) beginning with its first `REPEAT_CHARS` characters: cut before it (a
   completion that only repeats that line is dropped).
-- "repeated-line": a line equal to the completion's previous line (a model going round in a loop).
+- "repeated-line": one to three lines equal to the lines right before them (a model going round
+  in a loop): cut before the second round.
 - "unbalanced-closer": a closing bracket that closes nothing open before the cursor, or the
   wrong kind: cut before it.
 - "block-end": a line indented less than the block the cursor is in (outside brackets the
@@ -250,7 +251,7 @@ def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
 
 def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> None:
     escape_starts = {e.pos for e in result.escapes}
-    previous: str | None = None
+    seen: list[tuple[str, int]] = []  # the lines so far (rstripped) and where to cut before each
     for index, line in enumerate(result.lines):
         if line.start > cut.pos:
             return
@@ -266,13 +267,14 @@ def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> No
         ):
             cut.at(before, True, "suffix-repeat")
             return
-        if whole and previous is not None and body.rstrip() == previous and _has_word(body):
-            cut.at(before, True, "repeated-line")
+        seen.append((full.rstrip(), before))
+        repeat = _repeat_start(seen) if whole else None
+        if repeat is not None:
+            cut.at(repeat, True, "repeated-line")
             return
         if index > 0 and line.depth <= 0:
             first = line.start + len(body) - len(body.lstrip())
             if first in escape_starts:
-                previous = full.rstrip()
                 continue  # a closing line: `_cut_escapes` decides
             ends = _ends_block(plan, line, body, whole)
             if ends is None:
@@ -284,7 +286,18 @@ def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> No
             if ends == "before":
                 cut.at(before, True, "block-end")
                 return
-        previous = full.rstrip()
+
+
+def _repeat_start(seen: list[tuple[str, int]]) -> int | None:
+    """Where a model going round in a loop began its second round: the last one to three lines
+    equal to the ones before them (and not only brackets)."""
+    for size in (1, 2, 3):
+        if len(seen) < 2 * size:
+            return None
+        block = [line for line, _ in seen[-size:]]
+        if block == [line for line, _ in seen[-2 * size : -size]] and _has_word("".join(block)):
+            return seen[-size][1]
+    return None
 
 
 def _begins_like(body: str, next_line: str) -> bool:
