@@ -30,6 +30,7 @@ class Options:
     speculation: str = "auto"
     kv_reuse: bool = True
     trust_remote_code: bool = False
+    prefetch: bool = True  # after a suggestion, compute the one its accept would ask for
 
     def language_enabled(self, language_id: str) -> bool:
         return "*" in self.enabled_languages or language_id in self.enabled_languages
@@ -65,6 +66,7 @@ _VALIDATORS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any]]] = {
     "speculation": (lambda v: v in SPECULATION, str),
     "kv_reuse": (lambda v: isinstance(v, bool), bool),
     "trust_remote_code": (lambda v: isinstance(v, bool), bool),
+    "prefetch": (lambda v: isinstance(v, bool), bool),
 }
 
 

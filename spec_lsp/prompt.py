@@ -120,9 +120,24 @@ class PromptBuilder:
     def forget(self, doc_id: str) -> None:
         self._starts.pop(doc_id, None)
 
-    def build(self, doc_id: str, lines: list[str], row: int, col: int, context: str = "") -> Prompt:
-        """`lines` without terminators (joined by "\\n"); (row, col) in characters."""
+    def build(
+        self,
+        doc_id: str,
+        lines: list[str],
+        row: int,
+        col: int,
+        context: str = "",
+        remember: bool = True,
+    ) -> Prompt:
+        """`lines` without terminators (joined by "\\n"); (row, col) in characters.
+        `remember=False`: a prompt for a text the document may never have (a prefetch); the
+        document's window start stays as it was."""
+        previous = self._starts.get(doc_id)
         start = self._window_start(doc_id, lines, row, col)
+        if not remember:
+            self._starts.pop(doc_id, None)
+            if previous is not None:
+                self._starts[doc_id] = previous
         lead = indentation_lead(lines[row][:col]) if self.template.layout == "prefix" else ""
         prefix = "\n".join(lines[start:row] + [lines[row][: col - len(lead)]])
         context_used = False

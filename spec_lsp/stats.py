@@ -51,6 +51,9 @@ class ServerStats:
     generated: int = 0  # requests that ran the model
     cache_hits: int = 0
     typed_through: int = 0
+    prefetched: int = 0  # suggestions computed ahead, on idle time, for an accept to come
+    prefetch_cancelled: int = 0  # prefetches dropped for a keystroke or a real request
+    prefetch_hits: int = 0  # requests answered by a prefetch, with no model call of their own
     shown: int = 0
     accepted: int = 0
     partially_accepted: int = 0
@@ -102,6 +105,11 @@ class ServerStats:
             "generated": self.generated,
             "cacheHits": self.cache_hits,
             "typedThrough": self.typed_through,
+            "prefetch": {
+                "done": self.prefetched,
+                "cancelled": self.prefetch_cancelled,
+                "hits": self.prefetch_hits,
+            },
             "shown": self.shown,
             "accepted": self.accepted,
             "partiallyAccepted": self.partially_accepted,

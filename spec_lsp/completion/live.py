@@ -30,6 +30,7 @@ class Live:
     cut: Cut  # the rules of the request that started it
     anchor: Anchor  # its text is filled in when settled
     settled: bool = False
+    prefetch: bool = False  # computed ahead for an accept to come (`prefetch.py`)
 
     @property
     def streamed(self) -> str | None:
@@ -73,6 +74,10 @@ class Generations:
         job.future.add_done_callback(lambda _: self._record(job))
         self.worker.submit(job)
         return live
+
+    def busy(self) -> bool:
+        """Whether any document's generation is queued or running."""
+        return any(not live.job.future.done() for live in self._live.values())
 
     def stop_unless_typed_through(self, uri: str, text: str) -> None:
         """Cancels the running generation at once when the document `text` is no longer its

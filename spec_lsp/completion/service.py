@@ -21,7 +21,8 @@ from collections.abc import Callable
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
 from spec_lsp.completion.live import Generations, Live
-from spec_lsp.completion.reuse import Anchor, Reuse
+from spec_lsp.completion.prefetch import Ahead, Prefetch, after_accept
+from spec_lsp.completion.reuse import Anchor, CacheKey, Reuse
 from spec_lsp.completion.syntax_port import Cut, SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore, Encoding
@@ -51,6 +52,7 @@ class CompletionService:
         self.reuse = Reuse()
         self.live = Generations(worker, self.stats)
         self.feedback = Feedback(self.stats)
+        self.prefetch = Prefetch(self.live, self.stats)
         self._prompts: PromptBuilder | None = None
 
     # -- documents ----------------------------------------------------------------------------
@@ -83,6 +85,7 @@ class CompletionService:
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)
         self.syntax.close(uri)
+        self.prefetch.forget(uri)
         self.live.close(uri)
         self.arrivals.forget(uri)
         self.reuse.forget(uri)
@@ -95,6 +98,7 @@ class CompletionService:
         """Called after a (re)load: prompts follow the new model family."""
         self._prompts = self._prompt_builder()
         self.reuse.clear()
+        self.prefetch.clear()
 
     def set_options(self, options: Options) -> None:
         def generation(o: Options) -> tuple[object, ...]:
@@ -102,6 +106,7 @@ class CompletionService:
 
         if generation(options) != generation(self.options):
             self.reuse.clear()
+            self.prefetch.clear()
         self.options = options
         if self._prompts is not None:
             self._prompts = self._prompt_builder()
@@ -134,7 +139,10 @@ class CompletionService:
         or a newer request arrives before it is served, it is superseded (answered empty).
         """
         doc = self.docs.get(uri)
-        return None if doc is None else self.arrivals.arrive(uri, doc.version)
+        if doc is None:
+            return None
+        self.prefetch.preempt(uri, doc.text)  # a prefetch never holds the worker from a request
+        return self.arrivals.arrive(uri, doc.version)
 
     async def complete(
         self,
@@ -159,7 +167,11 @@ class CompletionService:
             self.stats.cancelled += 1  # an edit or a newer request came in before this was served
             text = ""
         self.stats.record_answer(self.arrivals.since_ms(arrival), text)
-        return self.feedback.issue(text) if text else None
+        if not text:
+            return None
+        if self.options.prefetch and self.options.temperature == 0:
+            self.prefetch.schedule(uri, self._prefetch(doc, doc.version, pos, text))
+        return self.feedback.issue(text)
 
     def _serving(self, doc: Document) -> bool:
         o = self.options
@@ -203,7 +215,10 @@ class CompletionService:
         rest = live.anchor.rest(live.anchor.text, prefix, suffix)
         if not rest:
             return None
-        self.stats.typed_through += 1
+        if live.prefetch:
+            self.stats.prefetch_hits += 1
+        else:
+            self.stats.typed_through += 1
         return rest
 
     async def _generate(
@@ -212,13 +227,17 @@ class CompletionService:
         """The answer from the cache or, after the debounce, from the model."""
         o = self.options
         exact = o.temperature == 0
-        key = (prompt.text, prompt.lead, cut.mode, o.max_tokens, o.speculation)
+        key = self._key(prompt, cut)
         cached = self.reuse.cache.get(key) if exact else None
+        if cached is not None:
+            self.prefetch.hit(key)
+        elif exact:
+            cached = await self._ahead(doc.uri, key)
         if cached is not None:
             self.stats.cache_hits += 1
             anchor.text = cached
             self.reuse.remember(doc.uri, anchor)
-            return cached
+            return cached if self._current(doc, arrival) else self._stale()
         delay = debounce_s(arrival.gap_ms, o.debounce_ms, self.stats.model_ms_ema)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -233,6 +252,53 @@ class CompletionService:
         if exact:
             self.reuse.cache.put(key, text)
         return text if self._current(doc, arrival) else self._stale()
+
+    def _key(self, prompt: Prompt, cut: Cut) -> CacheKey:
+        o = self.options
+        return (prompt.text, prompt.lead, cut.mode, o.max_tokens, o.speculation)
+
+    async def _ahead(self, uri: str, key: CacheKey) -> str | None:
+        """The answer of a prefetch still computing `key` (None when there is none)."""
+        live = self.prefetch.pending(uri, key)
+        if live is None:
+            return None
+        result = await self.live.wait(live.job, owner=False)
+        if result is None:
+            return None
+        self.live.settle(live, result)
+        self.stats.prefetch_hits += 1
+        return live.anchor.text or None
+
+    # -- prefetch -------------------------------------------------------------------------------
+    async def _prefetch(
+        self, doc: Document, version: int, pos: tuple[int, int], shown: str
+    ) -> None:
+        """On idle engine time, the suggestion after `shown` is accepted whole, into the cache."""
+        await asyncio.sleep(0)  # the answer goes out first
+        if self.docs.get(doc.uri) is not doc or doc.version != version or self.live.busy():
+            return
+        prefix, suffix = doc.prefix_suffix(*pos)
+        new_prefix, row, col = after_accept(prefix, shown)
+        text = new_prefix + suffix
+        scratch = "prefetch:" + doc.uri  # the syntax layer's rules for the text after the accept
+        self.syntax.open(scratch, doc.language_id, text)
+        try:
+            cutter = self.syntax.cutter(scratch, row, col, new_prefix, suffix)
+            context = self.syntax.context(scratch, row, col)
+        finally:
+            self.syntax.close(scratch)
+        if cutter.mode == "none" or self._prompts is None:
+            return
+        lines = text.split("\n")
+        prompt = self._prompts.build(doc.uri, lines, row, col, context, remember=False)
+        cut = Cut(cutter, prompt.lead)
+        key = self._key(prompt, cut)
+        if self.reuse.cache.get(key) is not None:
+            return
+        live = self.live.start(doc.uri, prompt.text, cut, Anchor(new_prefix, suffix), self.options)
+        answer = await self.prefetch.run(Ahead(doc.uri, text, key, live))
+        if answer is not None:
+            self.reuse.cache.put(key, answer)
 
     def _settle(self, live: Live, result: GenerationResult) -> str:
         """The generation's suggestion; the first time, it becomes the document's last one."""

@@ -73,10 +73,11 @@ class PlainSyntax(SyntaxPort):
         return KeepAll()
 
 
-async def service_with(backend: ScriptedBackend) -> CompletionService:
+async def service_with(backend: ScriptedBackend, prefetch: bool = False) -> CompletionService:
+    """`prefetch`: off by default, so the calls counted here are the requests' own."""
     worker = InferenceWorker(asyncio.get_running_loop())
     worker.backend, worker.state, worker.info = backend, "ready", ModelInfo(preset="fake")
-    service = CompletionService(worker, Options(max_tokens=32), PlainSyntax())
+    service = CompletionService(worker, Options(max_tokens=32, prefetch=prefetch), PlainSyntax())
     service.model_ready()
     return service
 

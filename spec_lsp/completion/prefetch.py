@@ -1,0 +1,127 @@
+"""Prefetch: the suggestion after an accept, computed on idle engine time before it is asked for.
+
+When a suggestion has been handed out and the engine has nothing else to do, the service computes
+the suggestion the editor will ask for once the user accepts it whole: the document with the
+suggestion inserted and the cursor after it. Its answer lands in the answer cache under the key the
+request after the accept will have, so that request needs no model call (a prefetch hit). While it
+runs it is the document's live generation (`live.py`): the accept's own keystroke types through it
+and leaves it running (the request after the accept waits for it instead of starting another); any
+other keystroke stops it within one decode step, by the same supersede path as a typed request.
+A real request for any other document, or for this one in another state, cancels it at once, so a
+prefetch never holds the worker while a real request waits.
+
+Accepting only the first line of a multi-line suggestion needs no prefetch: the rest of the shown
+suggestion answers it (typed-through, `reuse.py`).
+
+This module owns the prefetches in flight and which cache entries they filled. It knows nothing of
+prompts, the syntax layer or LSP (the service builds the request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from spec_lsp.completion.live import Generations, Live
+from spec_lsp.completion.reuse import CacheKey
+from spec_lsp.stats import ServerStats
+
+FILLED_SIZE = 64  # cache keys filled by prefetches, remembered to count hits
+
+
+@dataclass
+class Ahead:
+    """A prefetch in flight: the document text it is for, its cache key and its generation."""
+
+    uri: str
+    text: str  # the whole document after the accept
+    key: CacheKey
+    live: Live
+
+
+def after_accept(prefix: str, suggestion: str) -> tuple[str, int, int]:
+    """The prefix once `suggestion` is accepted at its end, and the cursor (row, col) after it."""
+    new_prefix = prefix + suggestion
+    row = new_prefix.count("\n")
+    return new_prefix, row, len(new_prefix) - (new_prefix.rfind("\n") + 1)
+
+
+class Prefetch:
+    def __init__(self, live: Generations, stats: ServerStats) -> None:
+        self.live = live
+        self.stats = stats
+        self._ahead: dict[str, Ahead] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._filled: OrderedDict[CacheKey, None] = OrderedDict()
+
+    def schedule(self, uri: str, work: Coroutine[Any, Any, None]) -> None:
+        """Runs `work` (the service's prefetch for `uri`) in the background, replacing any."""
+        self.forget(uri)
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks[uri] = task
+        task.add_done_callback(lambda t: self._done(uri, t))
+
+    async def run(self, ahead: Ahead) -> str | None:
+        """Waits for a prefetch's generation; its settled text, None if it was cancelled."""
+        self._ahead[ahead.uri] = ahead
+        ahead.live.prefetch = True
+        try:
+            result = await asyncio.shield(ahead.live.job.future)
+        except asyncio.CancelledError:
+            ahead.live.job.cancel()
+            raise
+        except Exception:
+            return None
+        finally:
+            if self._ahead.get(ahead.uri) is ahead:
+                del self._ahead[ahead.uri]
+        if result.cancelled:
+            self.stats.prefetch_cancelled += 1
+            return None
+        self.live.settle(ahead.live, result)
+        self.stats.prefetched += 1
+        self._filled[ahead.key] = None
+        while len(self._filled) > FILLED_SIZE:
+            self._filled.popitem(last=False)
+        return ahead.live.anchor.text
+
+    def pending(self, uri: str, key: CacheKey) -> Live | None:
+        """The prefetch computing `key` for `uri`, if it still runs."""
+        ahead = self._ahead.get(uri)
+        if ahead is None or ahead.key != key or ahead.live.job.future.done():
+            return None
+        cancel = ahead.live.job.request.cancel
+        return None if cancel is not None and cancel.cancelled else ahead.live
+
+    def preempt(self, uri: str, text: str) -> None:
+        """A real request for `uri` at document `text`: every prefetch not for exactly that
+        document state is cancelled (the engine stops it within one decode step)."""
+        for ahead in list(self._ahead.values()):
+            if ahead.uri != uri or ahead.text != text:
+                ahead.live.job.cancel()
+
+    def hit(self, key: CacheKey) -> bool:
+        """Counts a cache answer that a prefetch filled (once per fill)."""
+        if key not in self._filled:
+            return False
+        del self._filled[key]
+        self.stats.prefetch_hits += 1
+        return True
+
+    def forget(self, uri: str) -> None:
+        task = self._tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        ahead = self._ahead.pop(uri, None)
+        if ahead is not None:
+            ahead.live.job.cancel()
+
+    def _done(self, uri: str, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(uri) is task:
+            del self._tasks[uri]
+
+    def clear(self) -> None:
+        self._filled.clear()

@@ -1,0 +1,115 @@
+"""Prefetch after a suggestion: the scripted backend in the real worker thread (no model, no LSP).
+
+The backend answers every prompt with the same text; what matters is which requests reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from test_scheduling import (
+    URI,
+    WAIT_S,
+    ScriptedBackend,
+    end,
+    service_with,
+    type_text,
+)
+
+from spec_lsp.completion import CompletionService
+from spec_lsp.config import Options
+
+OTHER = "file:///other.py"
+
+
+async def until(check, what: str) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(WAIT_S / 0.005)):
+        if check():
+            return
+        await asyncio.sleep(0.005)
+    raise TimeoutError(what)
+
+
+async def shown(backend: ScriptedBackend, service: CompletionService) -> str:
+    """Opens the document, gets its first suggestion (run freely) and returns its text."""
+    backend.free_running = True
+    service.did_open(URI, "python", 1, "x = ")
+    row, col = end(service)
+    first = await service.complete(URI, row, col, "utf-16")
+    assert first is not None and first.text == "hello world"
+    return first.text
+
+
+async def test_the_request_after_an_accept_is_answered_by_the_prefetch_without_a_model_call() -> (
+    None
+):
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    text = await shown(backend, service)
+    await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
+    assert len(backend.calls) == 2  # the suggestion, then the one after its accept
+    assert backend.calls[1].prompt.endswith("x = hello world")
+    type_text(service, 2, text)  # the accept
+    after = await service.complete(URI, *end(service), "utf-16")
+    assert after is not None and after.text == "hello world"
+    assert len(backend.calls) == 2  # no model call for the request after the accept
+    assert service.stats.prefetch_hits == 1 and service.stats.cache_hits == 1
+    wire = service.stats_wire({})["prefetch"]
+    assert wire == {"done": 1, "cancelled": 0, "hits": 1}
+
+
+async def test_a_keystroke_that_is_not_the_accept_cancels_the_prefetch() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    await shown(backend, service)
+    backend.started.clear()
+    backend.free_running = False
+    await until(lambda: len(backend.calls) == 2, "the prefetch started")
+    type_text(service, 2, "q")  # not the accept
+    prefetch = backend.calls[1]
+    assert prefetch.cancel is not None and prefetch.cancel.cancelled
+    backend.release(1)  # one decode step: the engine returns
+    await until(lambda: service.stats.prefetch_cancelled == 1, "the prefetch stopped")
+    assert service.stats.prefetched == 0
+
+
+async def test_accepting_while_the_prefetch_runs_waits_for_it_instead_of_starting_another() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    text = await shown(backend, service)
+    backend.free_running = False
+    await until(lambda: len(backend.calls) == 2, "the prefetch started")
+    type_text(service, 2, text)  # the accept, before the prefetch has finished
+    pending = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    backend.free_running = True
+    backend.release(100)
+    after = await asyncio.wait_for(pending, WAIT_S)
+    assert after is not None and after.text == "hello world"
+    assert len(backend.calls) == 2 and service.stats.prefetch_hits == 1
+
+
+async def test_a_request_for_another_document_preempts_the_prefetch() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    await shown(backend, service)
+    backend.free_running = False
+    await until(lambda: len(backend.calls) == 2, "the prefetch started")
+    service.did_open(OTHER, "python", 1, "y = ")
+    pending = asyncio.ensure_future(service.complete(OTHER, 0, 4, "utf-16"))
+    await asyncio.sleep(0)
+    prefetch = backend.calls[1]
+    assert prefetch.cancel is not None and prefetch.cancel.cancelled
+    backend.free_running = True
+    backend.release(100)
+    other = await asyncio.wait_for(pending, WAIT_S)
+    assert other is not None and other.text == "hello world"
+    assert service.stats.prefetch_cancelled == 1
+
+
+async def test_prefetch_off_computes_nothing_ahead() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    service.set_options(Options(max_tokens=32, prefetch=False))
+    await shown(backend, service)
+    await asyncio.sleep(0.05)
+    assert len(backend.calls) == 1 and service.stats.prefetched == 0
