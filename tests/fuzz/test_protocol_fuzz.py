@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 from tests.fuzz.lsp_process import ServerProcess, serve_command
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
-EXAMPLES = int(os.environ.get("SPEC_LSP_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("SPEC_LSP_FUZZ_EXAMPLES", "100"))
 STEPS = int(os.environ.get("SPEC_LSP_FUZZ_STEPS", "16"))
 RESPONSE_TIMEOUT_S = 60.0
 RSS_GROWTH_LIMIT = 600 * 2**20  # over a whole run, after the model is loaded
