@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_server(bsub)
     _register_syntax(bsub)
     _register_remote(bsub)
+    _register_load(bsub)
 
 
 def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -65,6 +66,39 @@ def _register_syntax(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--prompts", type=int, default=12)
     p.add_argument("--json", metavar="PATH", help="write the report as JSON")
     p.set_defaults(func=cmd_syntax)
+
+
+def _register_load(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser("load", help="many open documents and steady typing: RSS, latency, fds")
+    p.add_argument("--preset", default="tiny")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--docs", type=int, default=1000, help="documents opened")
+    p.add_argument("--typed", type=int, default=50, help="documents typed into, round-robin")
+    p.add_argument("--rate", type=float, default=20.0, help="keystrokes per second, in all")
+    p.add_argument("--seconds", type=float, default=180.0, help="how long to type")
+    p.add_argument("--max-tokens", type=int, default=16, help="maxTokens while typing")
+    p.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    p.set_defaults(func=cmd_load)
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.load import main
+    from spec_lsp.replay.client import ServerError
+
+    try:
+        return main(
+            args.preset,
+            args.device,
+            args.docs,
+            args.typed,
+            args.rate,
+            args.seconds,
+            args.max_tokens,
+            args.json,
+        )
+    except ServerError as exc:
+        print(f"spec-lsp: {exc}")
+        return 1
 
 
 def _register_remote(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
