@@ -1,0 +1,166 @@
+"""Against the real llama-server (the bundled GGUF, 2 threads): the backend, then spec-lsp itself
+with the remote-llama-server preset. Bounds on time here are loose (a shared 2-core machine);
+the figure is `spec-lsp bench remote`'s."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from spec_lsp.benchmarks.server import answer, end_position, inline, insert_at_end, open_doc, start
+from spec_lsp.engine.api import CancelToken, GenerationRequest
+from spec_lsp.remote import RemoteSpec, connect
+from spec_lsp.remote.launch import LlamaServer
+from spec_lsp.remote.stream import RemoteBackend
+from spec_lsp.replay.client import LspClient
+
+pytestmark = [pytest.mark.llama_server, pytest.mark.timeout(300)]
+
+PROMPT = "def fibonacci(n):\n    "
+DOC = "import math\n\n\ndef area(radius):\n    return math.pi * radius ** 2\n\n\ndef perimeter(radius):\n    "
+
+
+def backend(server: LlamaServer) -> RemoteBackend:
+    return connect(RemoteSpec(kind="llama-server", url=server.url, read_timeout_s=30.0))
+
+
+def test_streams_with_the_engines_prompt_cache(llama_server: LlamaServer) -> None:
+    b = backend(llama_server)
+    first = b.generate(GenerationRequest(PROMPT, max_new_tokens=12))
+    again = b.generate(GenerationRequest(PROMPT, max_new_tokens=12))
+    assert first.text and again.text == first.text  # greedy
+    assert first.stats.stop_reason in ("max_tokens", "eos")
+    assert again.stats.reused_tokens > 0 and again.stats.prompt_tokens > 0
+    assert b.count_tokens(PROMPT) > 0
+    assert b.status()["available"] is True
+
+
+def test_stop_callback_closes_the_stream_early(llama_server: LlamaServer) -> None:
+    b = backend(llama_server)
+    cb = lambda text: text.index("\n") if "\n" in text else None  # noqa: E731
+    result = b.generate(GenerationRequest(PROMPT, max_new_tokens=200, stop_callback=cb))
+    assert result.stats.stop_reason == "callback" and "\n" not in result.text
+    assert result.stats.generated_tokens < 50
+
+
+def test_cancel_closes_the_stream(llama_server: LlamaServer) -> None:
+    b = backend(llama_server)
+    token, first = CancelToken(), threading.Event()
+    request = GenerationRequest(PROMPT, max_new_tokens=400, cancel=token)
+    request.on_text = lambda _t: first.set()
+    out: list[float] = []
+
+    def run() -> None:
+        b.generate(request)
+        out.append(time.perf_counter())
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert first.wait(30)
+    cancelled = time.perf_counter()
+    token.cancel()
+    thread.join(10)
+    assert out and out[0] - cancelled < 1.0
+    # The engine dropped it: a one-token request is answered at once, not after 400 tokens.
+    start_next = time.perf_counter()
+    assert b.generate(GenerationRequest(PROMPT, max_new_tokens=1)).stats.stop_reason != "error"
+    assert time.perf_counter() - start_next < 3.0
+
+
+def test_engine_killed_mid_stream_is_empty_with_a_reason(llama_server: LlamaServer) -> None:
+    b = backend(llama_server)
+    first = threading.Event()
+    request = GenerationRequest(PROMPT, max_new_tokens=400)
+    request.on_text = lambda _t: first.set()
+    results = []
+    thread = threading.Thread(target=lambda: results.append(b.generate(request)))
+    thread.start()
+    try:
+        assert first.wait(30)
+        llama_server.stop()
+        thread.join(30)
+        assert results and results[0].text == "" and results[0].stats.stop_reason == "error"
+        assert "mid-answer" in str(b.status()["message"])
+    finally:
+        llama_server.start()
+    b.health.retry_at = 0.0  # the back-off has passed
+    assert b.generate(GenerationRequest(PROMPT, max_new_tokens=4)).text
+    assert b.status()["available"] is True
+
+
+@pytest.fixture
+async def lsp(
+    llama_server: LlamaServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[LspClient]:
+    monkeypatch.setenv("SPEC_LSP_REMOTE_URL", llama_server.url)
+    client, _ = await start("remote-llama-server", "cpu")
+    yield client
+    await client.stop(timeout=30.0)
+
+
+async def _status(client: LspClient) -> dict[str, Any]:
+    result: dict[str, Any] = await client.request("spec-lsp/status", timeout=30.0)
+    return result
+
+
+async def _suggest(client: LspClient, uri: str, text: str) -> str:
+    result = await answer(client, inline(client, uri, end_position(text)))
+    items = result["items"] if isinstance(result, dict) else result
+    return str(items[0]["insertText"]) if items else ""
+
+
+class Doc:
+    """A document typed into at its end, so each request has a new prompt (no cache answers)."""
+
+    def __init__(self, client: LspClient, uri: str, text: str) -> None:
+        self.client, self.uri, self.text, self.version = client, uri, text, 1
+        open_doc(client, uri, text)
+
+    def type(self, typed: str) -> None:
+        insert_at_end(self.client, self.uri, self.version + 1, self.text, typed)
+        self.version += 1
+        self.text += typed
+
+
+async def test_lsp_completions_supersede_and_recovery(
+    llama_server: LlamaServer, lsp: LspClient
+) -> None:
+    status = await _status(lsp)
+    assert status["state"] == "ready" and status["device"] == "remote"
+    doc = Doc(lsp, "file:///remote/circle.py", DOC)
+    assert await _suggest(lsp, doc.uri, doc.text)
+    # Supersede: a keystroke and a newer request while the first one streams.
+    doc.type("r")
+    older = inline(lsp, doc.uri, end_position(doc.text))
+    await asyncio.sleep(0.05)
+    doc.type("e")
+    newer = inline(lsp, doc.uri, end_position(doc.text))
+    first, second = await answer(lsp, older), await answer(lsp, newer)
+    assert not first["items"]
+    assert second["items"] is not None
+    stats = await lsp.request("spec-lsp/stats", timeout=30.0)
+    assert stats["kvReuse"]["promptTokens"] > 0
+    # The engine goes away: empty answers, and the status says why.
+    llama_server.stop()
+    try:
+        doc.type("t")
+        assert await _suggest(lsp, doc.uri, doc.text) == ""
+        status = await _status(lsp)
+        assert status["state"] == "ready" and status["engine"]["available"] is False
+        assert "llama-server" in str(status["error"])
+    finally:
+        llama_server.start()
+    # It comes back: once the back-off delay passes, suggestions return by themselves.
+    deadline = time.monotonic() + 20
+    text = ""
+    while not text and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        doc.type("u")
+        text = await _suggest(lsp, doc.uri, doc.text)
+    assert (await _status(lsp))["engine"]["available"] is True
+    assert text
