@@ -106,7 +106,6 @@ class LlamaServerBackend(RemoteBackend):
                 headers=self.spec.headers(),
                 timeout=self.spec.connect_timeout_s,
                 verify=self.spec.verify_tls,
-                trust_env=False,
             )
             response.raise_for_status()
             return len(response.json()["tokens"])

@@ -133,7 +133,6 @@ class RemoteBackend:
                 base_url=s.base_url,
                 timeout=httpx.Timeout(s.read_timeout_s, connect=s.connect_timeout_s),
                 verify=s.verify_tls,
-                trust_env=False,
             )
         return self._client
 
