@@ -114,6 +114,8 @@ class Generations:
             raise
         except Exception:
             return None
+        if result.stats.stop_reason == "error":  # a remote engine failed: empty, never cached
+            return None
         if result.cancelled:
             if owner:
                 self.stats.cancelled += 1
