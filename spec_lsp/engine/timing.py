@@ -1,0 +1,42 @@
+"""What a target pass costs, measured on the loaded model: the curve adaptive k plans with.
+
+`pass_costs(model, n_max)` times a forward over n = 1..n_max new tokens after a cached context
+(the shape of a verification pass), the best of a few runs each, in milliseconds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+
+
+@torch.inference_mode()
+def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tuple[float, ...]:
+    """[n - 1]: milliseconds of one forward over n new tokens after `context` cached ones."""
+    vocab = int(model.config.get_text_config().vocab_size)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (1, context + n_max), generator=gen).to(model.device)
+    cache = DynamicCache(config=model.config)
+    model(input_ids=ids[:, :context], past_key_values=cache, use_cache=True, logits_to_keep=1)
+    costs = []
+    for n in range(1, n_max + 1):
+        best = float("inf")
+        for _ in range(reps):
+            if model.device.type == "cuda":
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            model(
+                input_ids=ids[:, context : context + n],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=n,
+            )
+            if model.device.type == "cuda":
+                torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - t)
+            cache.crop(-n)  # transformers 5: a negative count drops the last n
+        costs.append(best * 1000)
+    return tuple(costs)
