@@ -37,7 +37,16 @@ def register(subparsers: Any) -> None:
     group.add_argument("--speed", type=float, default=1.0, help="time scale (2 = twice as fast)")
     group.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     group.add_argument("--plot", metavar="PATH", help="write a latency plot (PNG)")
-    group.add_argument("--compare", choices=["plain"], help="replay again without speculation")
+    group.add_argument(
+        "--compare",
+        choices=["plain", "no-prefetch"],
+        help="replay again without speculation (plain) or without prefetch (no-prefetch)",
+    )
+    group.add_argument(
+        "--no-accepts",
+        action="store_true",
+        help="never accept a suggestion typed as shown (sessions without accepts of their own)",
+    )
     group.add_argument("--server-cmd", help="server command line (default: spec-lsp serve)")
     group.add_argument("--init-options", default="{}", help="extra initializationOptions (JSON)")
     group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
@@ -112,6 +121,7 @@ def run_replay(args: argparse.Namespace) -> int:
         load_timeout_s=args.load_timeout,
         json_path=args.json,
         plot_path=args.plot,
+        accepts=not args.no_accepts,
     )
     try:
         return replay_command(sessions, options)

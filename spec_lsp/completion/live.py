@@ -62,7 +62,15 @@ class Generations:
         live = self._live.get(uri)
         return None if live is None or live.job.future.done() else live
 
-    def start(self, uri: str, prompt: str, cut: Cut, anchor: Anchor, options: Options) -> Live:
+    def start(
+        self,
+        uri: str,
+        prompt: str,
+        cut: Cut,
+        anchor: Anchor,
+        options: Options,
+        prefetch: bool = False,
+    ) -> Live:
         """Submits a generation for `uri`, superseding the document's older one."""
         old = self._live.pop(uri, None)
         if old is not None:
@@ -70,8 +78,8 @@ class Generations:
         job = Job(
             request_for(uri, prompt, cut, options), asyncio.get_running_loop().create_future()
         )
-        live = self._live[uri] = Live(uri, job, cut, anchor)
-        job.future.add_done_callback(lambda _: self._record(job))
+        live = self._live[uri] = Live(uri, job, cut, anchor, prefetch=prefetch)
+        job.future.add_done_callback(lambda _: self._record(live))
         self.worker.submit(job)
         return live
 
@@ -95,8 +103,13 @@ class Generations:
             live.job.cancel()
 
     def counts(self) -> tuple[int, int]:
-        """(running, streaming): generations started and not finished, and those with text."""
-        jobs = [live.job for live in self._live.values() if not live.job.future.done()]
+        """(running, streaming): requests' generations started and not finished, and those
+        with text (a prefetch is no request's)."""
+        jobs = [
+            live.job
+            for live in self._live.values()
+            if not live.job.future.done() and not live.prefetch
+        ]
         return sum(1 for j in jobs if j.started), sum(1 for j in jobs if j.streamed)
 
     async def wait(self, job: Job, owner: bool = True) -> GenerationResult | None:
@@ -133,9 +146,11 @@ class Generations:
             del self._live[live.uri]
         return True
 
-    def _record(self, job: Job) -> None:
-        """Counts a finished generation once, whether or not anyone still waits for it."""
-        if job.future.cancelled() or job.future.exception() is not None:
+    def _record(self, live: Live) -> None:
+        """Counts a finished generation once, whether or not anyone still waits for it; a
+        prefetch is no request's generation (`ServerStats.prefetched` counts it)."""
+        job = live.job
+        if live.prefetch or job.future.cancelled() or job.future.exception() is not None:
             return
         self.stats.record_generation(job.future.result().stats, job.queue_ms)
         if (stop_ms := job.stop_ms) is not None:

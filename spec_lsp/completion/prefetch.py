@@ -67,7 +67,6 @@ class Prefetch:
     async def run(self, ahead: Ahead) -> str | None:
         """Waits for a prefetch's generation; its settled text, None if it was cancelled."""
         self._ahead[ahead.uri] = ahead
-        ahead.live.prefetch = True
         try:
             result = await asyncio.shield(ahead.live.job.future)
         except asyncio.CancelledError:

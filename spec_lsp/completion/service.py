@@ -295,7 +295,8 @@ class CompletionService:
         key = self._key(prompt, cut)
         if self.reuse.cache.get(key) is not None:
             return
-        live = self.live.start(doc.uri, prompt.text, cut, Anchor(new_prefix, suffix), self.options)
+        anchor = Anchor(new_prefix, suffix)
+        live = self.live.start(doc.uri, prompt.text, cut, anchor, self.options, prefetch=True)
         answer = await self.prefetch.run(Ahead(doc.uri, text, key, live))
         if answer is not None:
             self.reuse.cache.put(key, answer)

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from spec_lsp.replay import accepts
 from spec_lsp.replay.client import LspClient, ServerError
-from spec_lsp.replay.document import Document
+from spec_lsp.replay.document import Document, position_of
 from spec_lsp.replay.format import Session
 from spec_lsp.replay.trace import Change, RequestRecord, Run, SessionTrace
 
@@ -39,6 +40,7 @@ class ReplayConfig:
     label: str = "spec"
     server_log: IO[bytes] | None = None
     progress: Callable[[str], None] | None = None  # one line per session replayed
+    accepts: bool = True  # a session without accept notifications: accept what is typed as shown
 
 
 def default_server_cmd(preset: str | None) -> list[str]:
@@ -62,10 +64,16 @@ def client_capabilities(encoding: str) -> dict[str, Any]:
 class SessionPlayer:
     """Replays one session over a started client, filling in a SessionTrace."""
 
-    def __init__(self, client: LspClient, session: Session, speed: float) -> None:
+    def __init__(
+        self, client: LspClient, session: Session, speed: float, accept: bool = True
+    ) -> None:
         self.client = client
         self.session = session
         self.speed = speed
+        recorded = any(e.method in accepts.ACCEPT_NOTIFICATIONS for e in session.events)
+        self.synthesize_accepts = accept and not recorded
+        self._accepted_at: float | None = None  # a recorded accept, for the next request
+        self._skip_to = 0  # events before it were typed by a synthesized accept
         self.docs: dict[str, Document] = {}
         self.by_session_id: dict[Any, RequestRecord] = {}
         self.trace = SessionTrace(name=session.name, encoding=session.header.position_encoding)
@@ -77,13 +85,16 @@ class SessionPlayer:
         loop = asyncio.get_running_loop()
         self._t0 = loop.time()
         for index, event in enumerate(self.session.events):
+            if index < self._skip_to:
+                continue
             due = self._t0 + event.t / 1000.0 / self.speed
             if (delay := due - loop.time()) > 0:
                 await asyncio.sleep(delay)
             now = loop.time() - self._t0
             late_ms = (now - event.t / 1000.0 / self.speed) * 1000.0
             self.trace.late_ms_max = max(self.trace.late_ms_max, late_ms)
-            self._send(event.msg, now, self._gaps.get(index))
+            if not (self.synthesize_accepts and self._accept(index, now)):
+                self._send(event.msg, now, self._gaps.get(index))
             await self.client.drain()
         self.trace.end = loop.time() - self._t0
         await self._wait_outstanding(drain_timeout_s)
@@ -116,6 +127,9 @@ class SessionPlayer:
         elif method == "$/cancelRequest":
             self._cancel(params.get("id"), now)
             return
+        elif method in accepts.ACCEPT_NOTIFICATIONS:
+            self._accepted_at = now
+            msg = self._accept_notification(params.get("textDocument", {}).get("uri"), msg)
         if "id" in msg and method is not None:
             self._request(msg, now)
         else:
@@ -139,6 +153,7 @@ class SessionPlayer:
             text=document.text,
             cursor=document.offset(params["position"]),
         )
+        record.accepted_at, self._accepted_at = self._accepted_at, None
         self.by_session_id[msg["id"]] = record
         self.trace.requests.append(record)
 
@@ -150,6 +165,46 @@ class SessionPlayer:
             record.error = response.get("error")
 
         self.client.send(wire, on_response)
+
+    def _accept(self, index: int, now: float) -> bool:
+        """At a keystroke: when it and the next ones type exactly what the shown suggestion
+        still proposes, accepts it instead (one change, the accept notification, the next
+        request at once) and skips those keystrokes (`accepts`); False when they do not."""
+        msg = self.session.events[index].msg
+        if msg.get("method") != "textDocument/didChange":
+            return False
+        uri = msg["params"]["textDocument"]["uri"]
+        doc = self.docs.get(uri)
+        found = None if doc is None else accepts.shown(self.trace, uri, doc.text)
+        if doc is None or found is None:
+            return False
+        record, rest, cursor = found
+        last = accepts.plan(self.session, index, doc, rest, cursor)
+        if last is None:
+            return False
+        self._skip_to = accepts.skip_until(self.session, last)
+        events = self.session.events
+        next_t = events[self._skip_to].t if self._skip_to < len(events) else None
+        gap = ((next_t or self.session.duration_ms) - events[index].t) / self.speed
+        version = events[last].msg["params"]["textDocument"].get("version", doc.version + 1)
+        pos = position_of(doc.text, cursor, self.trace.encoding)  # type: ignore[arg-type]
+        change = {"range": {"start": pos, "end": pos}, "text": rest}
+        self._send(_notification("textDocument/didChange", uri, version, [change]), now, gap)
+        if (sid := accepts.accepted_id(record)) is not None:
+            self.client.notify("spec-lsp/didAcceptCompletion", {"id": sid})
+        after = position_of(doc.text, cursor + len(rest), self.trace.encoding)  # type: ignore[arg-type]
+        self._accepted_at = now
+        self._request(_inline_request(f"accept-{index}", uri, after), now)
+        return True
+
+    def _accept_notification(self, uri: Any, msg: dict[str, Any]) -> dict[str, Any]:
+        """A recorded accept, for the suggestion this replay shows (its own id)."""
+        for doc_uri, doc in self.docs.items():
+            if uri in (None, doc_uri) and (found := accepts.shown(self.trace, doc_uri, doc.text)):
+                sid = accepts.accepted_id(found[0])
+                if sid is not None:
+                    return dict(msg, params={"id": sid})
+        return msg
 
     def _cancel(self, session_id: Any, now: float) -> None:
         record = self.by_session_id.get(session_id)
@@ -166,6 +221,21 @@ class SessionPlayer:
             if self.client.closed.is_set():
                 return
             await asyncio.sleep(0.05)
+
+
+def _notification(method: str, uri: str, version: int, changes: list[Any]) -> dict[str, Any]:
+    params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def _inline_request(rid: str, uri: str, position: dict[str, int]) -> dict[str, Any]:
+    params = {"textDocument": {"uri": uri}, "position": position, "context": {"triggerKind": 2}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "textDocument/inlineCompletion",
+        "params": params,
+    }
 
 
 def _change_gaps(session: Session, speed: float) -> dict[int, float]:
@@ -240,7 +310,7 @@ async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
                 await client.start()
                 await _initialize(client, encoding, config.init_options)
                 run.server_status = await _wait_ready(client, config.load_timeout_s)
-            player = SessionPlayer(client, session, config.speed)
+            player = SessionPlayer(client, session, config.speed, config.accepts)
             trace = await player.play(config.drain_timeout_s)
             run.traces.append(trace)
             if config.progress is not None:

@@ -25,10 +25,16 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("pause_to_suggestion_ms.p90", "pause->suggestion p90 ms"),
     ("pause_to_suggestion_ms.p99", "pause->suggestion p99 ms"),
     ("predicted_chars", "predicted chars"),
+    ("accepts", "accepts"),
+    ("accepts_with_suggestion", "accepts with a next suggestion"),
+    ("accept_to_suggestion_ms.p50", "accept->suggestion p50 ms"),
+    ("accept_to_suggestion_ms.p90", "accept->suggestion p90 ms"),
+    ("prefetch_hits", "prefetch hits"),
     ("typed_chars", "typed chars"),
 )
 # Ratios shown with --compare: comparison / main, so a ratio above 1 means the main run is better.
 RATIO_KEYS = (
+    "accept_to_suggestion_ms.p50",
     "pause_to_suggestion_ms.p50",
     "pause_to_suggestion_ms.p90",
     "latency_ms.p50",

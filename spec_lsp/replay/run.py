@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from spec_lsp.replay import accepts
 from spec_lsp.replay.analysis import Tally, analyze
 from spec_lsp.replay.format import Session
 from spec_lsp.replay.replayer import PLAIN_OPTIONS, ReplayConfig, default_server_cmd, replay
@@ -24,6 +25,7 @@ class ReplayOptions:
     load_timeout_s: float = 600.0
     json_path: str | None = None
     plot_path: str | None = None
+    accepts: bool = True  # synthesize accepts in sessions without their own (`accepts`)
 
 
 def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> ReplayConfig:
@@ -33,6 +35,7 @@ def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> Replay
     init.update(extra)
     cmd = options.server_cmd or default_server_cmd(options.preset)
     config = ReplayConfig(cmd, init, options.speed, options.load_timeout_s, label=label)
+    config.accepts = options.accepts
     config.progress = lambda line: print(line, file=sys.stderr, flush=True)
     return config
 
@@ -52,10 +55,13 @@ def replay_command(sessions: list[Session], options: ReplayOptions) -> int:
     plans: list[tuple[str, dict[str, Any]]] = [("spec", {})]
     if options.compare == "plain":
         plans.append(("plain", dict(PLAIN_OPTIONS)))
+    elif options.compare == "no-prefetch":
+        plans.append(("no-prefetch", {"prefetch": False}))
     for label, extra in plans:
         print(f"replaying {len(sessions)} session(s) [{label}]: {names}", file=sys.stderr)
         run = replay(sessions, _config(options, label, extra))
         figures, tally = analyze(run.traces, options.pause_ms)
+        figures |= accepts.figures(run.traces, run.server_stats)
         runs.append((run, figures, tally))
     print(table([(run.label, figures) for run, figures, _ in runs], options.pause_ms))
     for run, _, _ in runs:

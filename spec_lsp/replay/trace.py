@@ -43,6 +43,7 @@ class RequestRecord:
     arrived_version: int | None = None
     result: Any = None
     error: dict[str, Any] | None = None
+    accepted_at: float | None = None  # asked right after an accept made then
 
     @property
     def latency_ms(self) -> float | None:

@@ -65,6 +65,7 @@ def test_cli_report_on_a_server_whose_answers_are_known(tmp_path: Path) -> None:
             str(tmp_path / "r.json"),
             "--plot",
             str(tmp_path / "r.png"),
+            "--no-accepts",  # every key typed, as in the session (test_accepts.py accepts)
         ),
         cwd=ROOT,
         capture_output=True,
