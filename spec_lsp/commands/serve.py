@@ -25,10 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
+    """HOST:PORT, [IPv6]:PORT or PORT; the host is 127.0.0.1 unless one is named."""
     host, sep, port = value.rpartition(":")
     if not sep:
         host, port = "", value
-    return host or "127.0.0.1", int(port)
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def setup_logging(level: str, log_file: str | None) -> None:
@@ -39,8 +40,19 @@ def setup_logging(level: str, log_file: str | None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # pygls logs every message body at INFO; keep that out unless debugging.
+    # pygls logs every message body at INFO; keep that out unless debugging, and its errors to
+    # one line (a deserialization error's traceback can quote values from the message).
     logging.getLogger("pygls").setLevel("DEBUG" if level == "DEBUG" else "WARNING")
+    if level != "DEBUG":
+        handler.addFilter(first_line_of_pygls_records)
+
+
+def first_line_of_pygls_records(record: logging.LogRecord) -> bool:
+    """Without a debug flag, no log line carries what a client sent (document text included)."""
+    if record.name.startswith("pygls"):
+        record.msg, record.args = record.getMessage().split("\n", 1)[0], ()
+        record.exc_info, record.exc_text = None, None
+    return True
 
 
 def is_loopback(host: str) -> bool:

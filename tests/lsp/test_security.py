@@ -1,0 +1,101 @@
+"""What the server exposes: where it listens, and what its logs may hold."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import spec_lsp.server
+from spec_lsp.commands import serve as serve_cmd
+from tests.fuzz.lsp_process import ServerProcess, serve_command
+
+SECRET = "TOP_SECRET_DOCUMENT_TEXT_4711"
+
+
+class FakeServer:
+    tcp: tuple[str, int] | None = None
+
+    def start_tcp(self, host: str, port: int) -> None:
+        FakeServer.tcp = (host, port)
+
+
+@pytest.fixture
+def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(spec_lsp.server, "build_server", lambda **_: FakeServer())
+    FakeServer.tcp = None
+    yield
+    import logging
+
+    logging.getLogger().handlers[:] = []
+
+
+def serve_args(tcp: str) -> argparse.Namespace:
+    return argparse.Namespace(tcp=tcp, preset="tiny", device="cpu", log_level="INFO", log_file=None)
+
+
+@pytest.mark.parametrize(
+    ("tcp", "listens"),
+    [("8123", ("127.0.0.1", 8123)), (":8123", ("127.0.0.1", 8123)), ("[::1]:8123", ("::1", 8123))],
+)
+def test_tcp_listens_on_loopback_unless_a_host_is_named_and_says_nothing(
+    fake_server: None, capsys: pytest.CaptureFixture[str], tcp: str, listens: tuple[str, int]
+) -> None:
+    assert serve_cmd.serve(serve_args(tcp)) == 0
+    assert FakeServer.tcp == listens
+    assert "authentication" not in capsys.readouterr().err
+
+
+def test_tcp_on_another_host_is_warned_about(
+    fake_server: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_cmd.serve(serve_args("0.0.0.0:8123")) == 0
+    assert FakeServer.tcp == ("0.0.0.0", 8123)
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "no authentication" in err
+
+
+def _session_with_secrets(server: ServerProcess) -> None:
+    server.initialize()
+    uri = "file:///tmp/security/secret.py"
+    doc = {"uri": uri, "languageId": "python", "version": 1, "text": f"key = '{SECRET}'\n"}
+    server.notify("textDocument/didOpen", {"textDocument": doc})
+    bad: list[Any] = [
+        {"textDocument": {"uri": uri, "version": SECRET}, "contentChanges": [{"text": SECRET}]},
+        {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": [SECRET]}]},
+        {"textDocument": {"uri": uri, "version": 3}, "contentChanges": SECRET},
+    ]
+    for params in bad:
+        server.notify("textDocument/didChange", params)
+    server.request(
+        "textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "position": SECRET}
+    )
+    server.raw(b'Content-Length: 40\r\n\r\n{"jsonrpc": "2.0", "x": "' + SECRET.encode())
+    server.raw(b"\r\n\r\n")
+    server.result("spec-lsp/status")
+    time.sleep(0.3)
+
+
+def test_logs_hold_no_document_text_unless_debugging() -> None:
+    quiet = ServerProcess(serve_command("no-such-preset"))
+    try:
+        _session_with_secrets(quiet)
+        log = quiet.stderr_text()
+        assert "malformed" in log  # the bad messages were logged, without their contents
+        assert SECRET not in log
+    finally:
+        quiet.close()
+    debug = ServerProcess(serve_command("no-such-preset", "--log-level", "DEBUG"))
+    try:
+        _session_with_secrets(debug)
+        assert SECRET in debug.stderr_text()  # the debug flag asks for message bodies
+    finally:
+        debug.close()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
