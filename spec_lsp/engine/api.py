@@ -50,6 +50,9 @@ class GenerationRequest:
     cancel: CancelToken | None = None
     method: str | None = None  # a DraftMethod; None: the engine's default
     reuse_kv: bool = True
+    # The first token is the target's `first_rank`-th most likely instead (0: as decoded): the
+    # branches of an explicit request's alternatives; the rest is decoded as usual.
+    first_rank: int = 0
 
 
 @dataclass

@@ -214,7 +214,7 @@ class SpecEngine:
         logits = self._prefill(run, state, prompt)
         if logits is None:
             return
-        self._emit(run, [self._sample(logits, run.request, generator)[0]])
+        self._emit(run, [self._sample(logits, run.request, generator, run.request.first_rank)[0]])
         drafter, k_ctl = self._drafter(method), self._k.get(method)
         while not run.done and not self._cancelled(run):
             context = prompt + run.generated
@@ -295,12 +295,12 @@ class SpecEngine:
         return None
 
     def _sample(
-        self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None
+        self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None, rank=0
     ) -> list[int]:
         if req.temperature > 0:
             probs = probs_from_logits(logits, req.temperature, req.top_p)
             return [int(torch.multinomial(probs[-1], 1, generator=gen))]
-        return [int(logits[-1].argmax())]
+        return [int(logits[-1].topk(rank + 1).indices[rank]) if rank else int(logits[-1].argmax())]
 
     def _cancelled(self, run: _Run) -> bool:
         cancel = run.request.cancel
