@@ -2,8 +2,8 @@
 
 Each stdin line is `{"languageId", "prefix", "suffix", "completion"}` (and optionally `"mode"`:
 "none" | "single" | "multi", else it is decided from the text); each stdout line is
-`{"text": <trimmed completion or null>}`, or `{"error": "..."}` for a line it cannot use, after
-which it goes on with the next line. It never loads a model.
+`{"text": <trimmed completion or null>}`, or `{"error": "line N: ..."}` for a line it cannot use,
+after which it goes on with the next line. It never loads a model.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def cmd_trim(args: argparse.Namespace) -> int:
 
 
 def run(stdin: IO[bytes], stdout: IO[str], show_mode: bool = False) -> None:
-    for raw in stdin:
+    for number, raw in enumerate(stdin, start=1):
         answer = answer_line(raw.decode("utf-8", "replace"), show_mode)
+        if "error" in answer:
+            answer["error"] = f"line {number}: {answer['error']}"
         stdout.write(json.dumps(answer) + "\n")
         stdout.flush()
 

@@ -8,6 +8,7 @@ nothing about servers or timing beyond the numbers in the file. docs/sessions.md
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,12 @@ VERSION = 1
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 # Messages an editor sends that the replayer does itself: never part of a session.
 LIFECYCLE = frozenset({"initialize", "initialized", "shutdown", "exit"})
+COMPLETION_METHODS = frozenset({"textDocument/inlineCompletion", "textDocument/completion"})
+REPLAYED_METHODS = COMPLETION_METHODS | {
+    "textDocument/didOpen",
+    "textDocument/didChange",
+    "textDocument/didClose",
+}
 
 Message = dict[str, Any]
 
@@ -95,7 +102,7 @@ def validate_event(event: Any, line: int, last_t: float) -> Event:
     if not isinstance(event, dict) or set(event) != {"t", "msg"}:
         raise SessionFormatError(f'line {line}: expected an object with exactly "t" and "msg"')
     t, msg = event["t"], event["msg"]
-    if isinstance(t, bool) or not isinstance(t, int | float) or t < 0:
+    if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t < math.inf:
         raise SessionFormatError(f"line {line}: t must be a number >= 0")
     if t < last_t:
         raise SessionFormatError(f"line {line}: t goes back in time ({t} < {last_t})")
@@ -106,7 +113,47 @@ def validate_event(event: Any, line: int, last_t: float) -> Event:
         raise SessionFormatError(f"line {line}: msg has no method (responses are not recorded)")
     if method in LIFECYCLE:
         raise SessionFormatError(f"line {line}: {method} is done by the replayer, not recorded")
+    if "id" in msg and not isinstance(msg["id"], int | str):
+        raise SessionFormatError(f"line {line}: a request id must be a number or a string")
+    problem = params_problem(method, msg.get("params"))
+    if problem:
+        raise SessionFormatError(f"line {line}: {method}: {problem}")
     return Event(t=float(t), msg=msg)
+
+
+def _is_position(p: Any) -> bool:
+    return isinstance(p, dict) and all(
+        isinstance(p.get(k), int) and not isinstance(p.get(k), bool) and p[k] >= 0
+        for k in ("line", "character")
+    )
+
+
+def params_problem(method: str, params: Any) -> str | None:
+    """What is wrong with the params of a message the replayer reads (documents, positions)."""
+    if method not in REPLAYED_METHODS:
+        return None
+    doc = params.get("textDocument") if isinstance(params, dict) else None
+    if not isinstance(doc, dict) or not isinstance(doc.get("uri"), str):
+        return "params.textDocument.uri must be a string"
+    if method == "textDocument/didOpen" and not isinstance(doc.get("text"), str):
+        return "params.textDocument.text must be a string"
+    if method == "textDocument/didChange":
+        changes = params.get("contentChanges")
+        if not isinstance(changes, list):
+            return "params.contentChanges must be a list"
+        for change in changes:
+            if not isinstance(change, dict) or not isinstance(change.get("text"), str):
+                return "each content change needs a string text"
+            rng = change.get("range")
+            if rng is not None and not (
+                isinstance(rng, dict)
+                and _is_position(rng.get("start"))
+                and _is_position(rng.get("end"))
+            ):
+                return "a content change's range needs start and end positions"
+    if method in COMPLETION_METHODS and not _is_position(params.get("position")):
+        return "params.position must be {line, character} with integers >= 0"
+    return None
 
 
 def parse_session(lines: Iterable[str], name: str = "") -> Session:
@@ -120,8 +167,13 @@ def parse_session(lines: Iterable[str], name: str = "") -> Session:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SessionFormatError(f"line {number}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise SessionFormatError(f"line {number}: JSON nested too deeply") from None
         if header is None:
-            header = Header.from_json(obj)
+            try:
+                header = Header.from_json(obj)
+            except SessionFormatError as exc:  # the header is the first line that is not blank
+                raise SessionFormatError(str(exc).replace("line 1:", f"line {number}:")) from None
             continue
         event = validate_event(obj, number, events[-1].t if events else 0.0)
         if event.is_request:
@@ -141,6 +193,8 @@ def read_session(path: str | Path) -> Session:
             return parse_session(f, name=path.stem)
         except SessionFormatError as exc:
             raise SessionFormatError(f"{path}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise SessionFormatError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
 
 def dump_lines(session: Session) -> Iterator[str]:

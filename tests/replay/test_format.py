@@ -22,7 +22,10 @@ from tests.replay.builders import typing_session
 HEADER = (
     '{"format": "spec-lsp-session", "version": 1, "languageId": "python", "uri": "file:///a.py"}'
 )
-OPEN = '{"t": 0, "msg": {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {}}}'
+OPEN = (
+    '{"t": 0, "msg": {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": '
+    '{"textDocument": {"uri": "file:///a.py", "languageId": "python", "version": 1, "text": ""}}}}'
+)
 
 
 def test_write_then_read_gives_the_same_session(tmp_path: Path) -> None:
@@ -63,7 +66,11 @@ def test_invalid_files_are_rejected_with_the_line(lines: list[str], complaint: s
 
 
 def test_a_reused_request_id_is_rejected() -> None:
-    request = '{"t": 1, "msg": {"jsonrpc": "2.0", "id": 7, "method": "textDocument/completion"}}'
+    request = (
+        '{"t": 1, "msg": {"jsonrpc": "2.0", "id": 7, "method": "textDocument/completion", '
+        '"params": {"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, '
+        '"character": 0}}}}'
+    )
     with pytest.raises(SessionFormatError, match="line 3: request id 7 reused"):
         parse_session([HEADER, request, request])
 

@@ -56,3 +56,26 @@ def test_trim_cli_answers_every_line_and_survives_bad_ones() -> None:
 
 def test_trim_cli_with_empty_input_prints_nothing() -> None:
     assert _run(b"") == []
+
+
+def test_trim_cli_errors_name_their_line_and_hostile_lines_do_not_stop_it() -> None:
+    good = json.dumps(LINES[0])
+    hostile = [
+        "[" * 100_000 + "]" * 100_000,  # nested past the parser's recursion limit
+        '{"languageId": "python", "prefix": "x", "suffix": "", "completion": '
+        + "[" * 50
+        + "]" * 50
+        + "}",
+        "\x00\x01 binary",
+        '{"languageId": "python", "prefix": "'
+        + "a" * 2_000_000
+        + '", "suffix": "", "completion": "b"}',
+        json.dumps(LINES[0]).replace("}", ', "mode": "sideways"}'),
+    ]
+    out = _run(("\n".join([good, *hostile, good]) + "\n").encode())
+    assert len(out) == len(hostile) + 2
+    assert out[0] == out[-1] == {"text": "return x * 2"}
+    for number, answer in enumerate(out[1:-1], start=2):
+        if "error" in answer:
+            assert str(answer["error"]).startswith(f"line {number}: "), answer
+    assert "error" in out[1] and "error" in out[2] and "error" in out[5]
