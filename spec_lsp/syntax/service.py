@@ -85,7 +85,7 @@ class SyntaxService:
                     doc.spec,
                     prefix,
                     suffix,
-                    tree=doc.tree,
+                    tree=doc.tree.copy() if doc.tree is not None else None,  # edits mutate
                     parser=doc.parser,
                     comments=self.complete_in_comments,
                 )

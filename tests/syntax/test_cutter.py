@@ -39,3 +39,11 @@ def test_a_failing_rule_falls_back_instead_of_raising() -> None:
 
     cutter._trimmer.trim = boom  # type: ignore[method-assign, assignment]
     assert cutter.trim("1\n") == "1"
+
+
+def test_a_cutter_trims_against_the_text_it_was_built_on_after_later_edits() -> None:
+    svc = SyntaxService()
+    svc.open("file:///e.py", "python", "def f():\n    \n")
+    cutter = svc.cutter("file:///e.py", 1, 4)
+    svc.apply_edit("file:///e.py", (1, 4), (1, 4), "x = (")  # the user typed on meanwhile
+    assert cutter.trim("y = 1\n    z = 2 +") == "y = 1"
