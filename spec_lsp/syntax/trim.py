@@ -90,8 +90,10 @@ class Trimmer:
         in the completion nor right below the cursor; None when there is no such line."""
         start = text.rfind("\n") + 1
         line = text[start:] if start else self.plan.line_prefix + text
-        if (not start and self.plan.line_prefix.strip()) or not opens_block(line, self.spec):
-            return None  # the cursor's own line, being typed: the user writes the body next
+        if self.mode != "multi" or (not start and self.plan.line_prefix.strip()):
+            return None  # within a line, or the cursor's own line: the user writes the body next
+        if not opens_block(line, self.spec):
+            return None
         below = self.plan.next_line
         if below is not None and indent_width(below) > indent_width(line):
             return None  # the body is already there
