@@ -8,16 +8,16 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from spec_lsp.benchmarks.server import answer, end_position, inline, insert_at_end, open_doc, start
+from spec_lsp.benchmarks.server import answer, end_position, inline, start
 from spec_lsp.engine.api import CancelToken, GenerationRequest
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.remote.launch import LlamaServer
 from spec_lsp.remote.stream import RemoteBackend
 from spec_lsp.replay.client import LspClient
+from tests.remote.lsp_doc import Doc, status_of, suggest
 
 pytestmark = [pytest.mark.llama_server, pytest.mark.timeout(300)]
 
@@ -103,37 +103,13 @@ async def lsp(
     await client.stop(timeout=30.0)
 
 
-async def _status(client: LspClient) -> dict[str, Any]:
-    result: dict[str, Any] = await client.request("spec-lsp/status", timeout=30.0)
-    return result
-
-
-async def _suggest(client: LspClient, uri: str, text: str) -> str:
-    result = await answer(client, inline(client, uri, end_position(text)))
-    items = result["items"] if isinstance(result, dict) else result
-    return str(items[0]["insertText"]) if items else ""
-
-
-class Doc:
-    """A document typed into at its end, so each request has a new prompt (no cache answers)."""
-
-    def __init__(self, client: LspClient, uri: str, text: str) -> None:
-        self.client, self.uri, self.text, self.version = client, uri, text, 1
-        open_doc(client, uri, text)
-
-    def type(self, typed: str) -> None:
-        insert_at_end(self.client, self.uri, self.version + 1, self.text, typed)
-        self.version += 1
-        self.text += typed
-
-
 async def test_lsp_completions_supersede_and_recovery(
     llama_server: LlamaServer, lsp: LspClient
 ) -> None:
-    status = await _status(lsp)
+    status = await status_of(lsp)
     assert status["state"] == "ready" and status["device"] == "remote"
     doc = Doc(lsp, "file:///remote/circle.py", DOC)
-    assert await _suggest(lsp, doc.uri, doc.text)
+    assert await suggest(lsp, doc.uri, doc.text)
     # Supersede: a keystroke and a newer request while the first one streams.
     doc.type("r")
     older = inline(lsp, doc.uri, end_position(doc.text))
@@ -149,8 +125,8 @@ async def test_lsp_completions_supersede_and_recovery(
     llama_server.stop()
     try:
         doc.type("t")
-        assert await _suggest(lsp, doc.uri, doc.text) == ""
-        status = await _status(lsp)
+        assert await suggest(lsp, doc.uri, doc.text) == ""
+        status = await status_of(lsp)
         assert status["state"] == "ready" and status["engine"]["available"] is False
         assert "llama-server" in str(status["error"])
     finally:
@@ -161,6 +137,6 @@ async def test_lsp_completions_supersede_and_recovery(
     while not text and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
         doc.type("u")
-        text = await _suggest(lsp, doc.uri, doc.text)
-    assert (await _status(lsp))["engine"]["available"] is True
+        text = await suggest(lsp, doc.uri, doc.text)
+    assert (await status_of(lsp))["engine"]["available"] is True
     assert text
