@@ -49,6 +49,7 @@ ACCEPT_COMMAND = "spec-lsp.didAcceptCompletion"
 STATS = "spec-lsp/stats"
 STATUS = "spec-lsp/status"
 DID_SHOW = "spec-lsp/didShowCompletion"
+ALTERNATIVES = 3  # distinct suggestions for an explicit (Invoked) inline request
 DID_ACCEPT = "spec-lsp/didAcceptCompletion"
 DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
 DOCUMENT_TEXT = "spec-lsp/documentText"
@@ -385,16 +386,17 @@ def build_server(
         ls: SpecServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
         invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-        suggestion = await _complete(ls, params.text_document.uri, params.position, invoked)
-        items = [] if suggestion is None else [lsp_inline_item(suggestion, params.position)]
-        return types.InlineCompletionList(items=items)
+        found = await _complete(ls, params.text_document.uri, params.position, invoked)
+        return types.InlineCompletionList(
+            items=[lsp_inline_item(s, params.position) for s in found]
+        )
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
     async def text_document_completion(
         ls: SpecServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        suggestion = await _complete(ls, params.text_document.uri, params.position)
-        items = [] if suggestion is None else [lsp_completion_item(suggestion, params.position)]
+        found = await _complete(ls, params.text_document.uri, params.position)
+        items = [lsp_completion_item(s, params.position) for s in found]
         return types.CompletionList(is_incomplete=True, items=items)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -474,13 +476,16 @@ def build_server(
 
 async def _complete(
     ls: SpecServer, uri: str, position: types.Position, invoked: bool = False
-) -> Suggestion | None:
-    """`invoked`: the user asked explicitly, so a model still loading is waited for (bounded);
-    automatic requests are answered empty at once while it loads."""
+) -> list[Suggestion]:
+    """`invoked`: the user asked explicitly, so a model still loading is waited for (bounded),
+    and up to `ALTERNATIVES` distinct suggestions come back (the editor cycles them); automatic
+    requests get one, and are answered empty at once while the model loads."""
     if ls.service is None:
-        return None
+        return []
     arrival = ARRIVAL.get()
     if invoked and ls.worker is not None and ls.worker.state == "loading":
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(ls.loaded.wait(), INVOKED_LOAD_WAIT_S)
-    return await ls.service.complete(uri, position.line, position.character, ls.encoding, arrival)
+    n = ALTERNATIVES if invoked else 1
+    line, char = position.line, position.character
+    return await ls.service.complete_all(uri, line, char, ls.encoding, arrival, n)

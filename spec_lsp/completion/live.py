@@ -38,7 +38,9 @@ class Live:
         return self.cut.for_cursor(self.job.streamed)
 
 
-def request_for(uri: str, prompt: str, cut: Cut, options: Options) -> GenerationRequest:
+def request_for(
+    uri: str, prompt: str, cut: Cut, options: Options, first_rank: int = 0
+) -> GenerationRequest:
     return GenerationRequest(
         prompt=prompt,
         doc_id=uri,
@@ -48,6 +50,7 @@ def request_for(uri: str, prompt: str, cut: Cut, options: Options) -> Generation
         cancel=CancelToken(),
         method=None if options.speculation == "auto" else options.speculation,
         reuse_kv=options.kv_reuse,
+        first_rank=first_rank,
     )
 
 
@@ -70,13 +73,16 @@ class Generations:
         anchor: Anchor,
         options: Options,
         prefetch: bool = False,
+        first_rank: int = 0,
     ) -> Live:
-        """Submits a generation for `uri`, superseding the document's older one."""
+        """Submits a generation for `uri`, superseding the document's older one (`first_rank`:
+        the target's n-th most likely first token, for an alternative)."""
         old = self._live.pop(uri, None)
         if old is not None:
             old.job.cancel()
         job = Job(
-            request_for(uri, prompt, cut, options), asyncio.get_running_loop().create_future()
+            request_for(uri, prompt, cut, options, first_rank),
+            asyncio.get_running_loop().create_future(),
         )
         live = self._live[uri] = Live(uri, job, cut, anchor, prefetch=prefetch)
         job.future.add_done_callback(lambda _: self._record(live))

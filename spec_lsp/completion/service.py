@@ -173,6 +173,43 @@ class CompletionService:
             self.prefetch.schedule(uri, self._prefetch(doc, doc.version, pos, text))
         return self.feedback.issue(text)
 
+    async def complete_all(
+        self,
+        uri: str,
+        line: int,
+        character: int,
+        encoding: Encoding,
+        arrival: Arrival | None = None,
+        n: int = 1,
+    ) -> list[Suggestion]:
+        """Up to `n` distinct suggestions: `complete`'s, then (for an explicit request, n > 1)
+        ones that branch on the target's next most likely first tokens, each continued as usual
+        (greedy, with speculation; the prompt's KV is already there). n = 1 costs nothing more."""
+        doc = self.docs.get(uri)
+        version = None if doc is None else doc.version
+        first = await self.complete(uri, line, character, encoding, arrival)
+        if first is None or n <= 1 or doc is None or self.docs.get(uri) is not doc:
+            return [] if first is None else [first]
+        pos = doc.position(line, character, encoding)
+        if pos is None or doc.version != version or self._prompts is None:
+            return [first]
+        prefix, suffix = doc.prefix_suffix(*pos)
+        cutter = self.syntax.cutter(uri, *pos, prefix, suffix)
+        prompt = self._prompts.build(uri, doc.lines, *pos, self.syntax.context(uri, *pos))
+        cut, texts = Cut(cutter, prompt.lead), [first.text]
+        for rank in range(1, n + 1):  # one rank more: a branch may trim to one already had
+            if len(texts) >= n:
+                break
+            anchor = Anchor(prefix, suffix)
+            live = self.live.start(uri, prompt.text, cut, anchor, self.options, first_rank=rank)
+            result = await self.live.wait(live.job)
+            if result is None or doc.version != version:
+                break
+            self.live.settle(live, result)
+            if anchor.text and anchor.text not in texts:
+                texts.append(anchor.text)
+        return [first] + [self.feedback.issue(text) for text in texts[1:]]
+
     def _serving(self, doc: Document) -> bool:
         o = self.options
         return o.enabled and o.language_enabled(doc.language_id) and self.worker.state == "ready"
