@@ -57,11 +57,14 @@ def read_frames(
 
 
 async def serve_stream(stream: BinaryIO, handle: Callable[[bytes], None]) -> None:
-    """Runs `handle(body)` on the running loop for each frame of `stream`, until the stream ends
-    or SIGTERM. A daemon thread reads, so a read blocked on stdin never holds up the process's
-    end; at most QUEUED_MESSAGES bodies wait for the loop (a flooding client blocks)."""
+    """Runs `handle(body)` on the running loop for each frame of `stream`, in order, until the
+    stream ends or SIGTERM. A daemon thread reads, so a read blocked on stdin never holds up the
+    process's end; at most QUEUED_MESSAGES bodies wait for the loop (a flooding client blocks).
+    After each body the loop runs once more before the next, so a handler's task takes its first
+    step (e.g. a configuration change applied) before the next message is handled."""
     loop = asyncio.get_running_loop()
     ended = loop.create_future()
+    bodies: asyncio.Queue[bytes | None] = asyncio.Queue()
     slots = threading.Semaphore(QUEUED_MESSAGES)
 
     def end(reason: str) -> None:
@@ -69,13 +72,13 @@ async def serve_stream(stream: BinaryIO, handle: Callable[[bytes], None]) -> Non
             log.info("stopping: %s", reason)
             ended.set_result(None)
 
-    def run(body: bytes) -> None:
-        slots.release()
-        handle(body)
+    def post(body: bytes | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop may be gone already
+            loop.call_soon_threadsafe(bodies.put_nowait, body)
 
     def queue(body: bytes) -> None:
         slots.acquire()
-        loop.call_soon_threadsafe(run, body)
+        post(body)
 
     def pump() -> None:
         try:
@@ -83,10 +86,20 @@ async def serve_stream(stream: BinaryIO, handle: Callable[[bytes], None]) -> Non
         except (OSError, ValueError) as exc:
             log.error("reading the client's stream failed: %s", exc)
         finally:
-            with contextlib.suppress(RuntimeError):  # the loop may be gone already
-                loop.call_soon_threadsafe(end, "end of input")
+            post(None)
+
+    async def consume() -> None:
+        while (body := await bodies.get()) is not None:
+            slots.release()
+            handle(body)
+            await asyncio.sleep(0)
+        end("end of input")
 
     threading.Thread(target=pump, name="spec-lsp-stdin", daemon=True).start()
+    consumer = asyncio.create_task(consume())
     with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
         loop.add_signal_handler(signal.SIGTERM, end, "SIGTERM")
-    await ended
+    try:
+        await ended
+    finally:
+        consumer.cancel()
