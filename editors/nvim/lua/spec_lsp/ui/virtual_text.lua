@@ -117,7 +117,11 @@ local function usable(bufnr, items, client, row, col)
   return kept
 end
 
-local function request(bufnr)
+--- Ask for a suggestion at the cursor; `invoked`: an explicit request (triggerKind Invoked), which
+--- the server answers with up to 3 distinct items to cycle, the shown one first.
+---@param bufnr integer
+---@param invoked boolean|nil
+local function request(bufnr, invoked)
   local state = states[bufnr]
   local client = state and vim.lsp.get_client_by_id(state.client_id)
   if not client or not state.enabled or api.nvim_get_current_buf() ~= bufnr then
@@ -128,7 +132,7 @@ local function request(bufnr)
   end
   local key = position_key(bufnr)
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
-  params.context = { triggerKind = 2 } -- Automatic
+  params.context = { triggerKind = invoked and 1 or 2 } -- Invoked or Automatic
   local cursor = api.nvim_win_get_cursor(0)
   local ok, id ---@type boolean, integer|nil
   ok, id = client:request("textDocument/inlineCompletion", params, function(err, result)
@@ -140,7 +144,9 @@ local function request(bufnr)
       return
     end
     local items = usable(bufnr, result.items or result, client, cursor[1] - 1, cursor[2])
-    state.items, state.index, state.anchor = items, 1, { cursor[1] - 1, cursor[2] }
+    -- after an explicit request for alternatives, the one after the shown (first) item
+    local index = invoked and #items > 1 and 2 or 1
+    state.items, state.index, state.anchor = items, index, { cursor[1] - 1, cursor[2] }
     show(bufnr)
   end, bufnr)
   if ok then
@@ -256,6 +262,8 @@ function M.select(bufnr, count)
   if #state.items > 1 then
     state.index = (state.index - 1 + count) % #state.items + 1
     show(bufnr)
+  elseif not state.request_id then
+    request(bufnr, true) -- one item: ask explicitly for the alternatives, shown when they come
   end
   return true
 end
