@@ -3,6 +3,10 @@
 This is the only module that imports pygls and lsprotocol. Handlers are named after the LSP
 method they serve; each converts its params, calls the completion service, and converts back.
 Everything else (scheduling, prompts, models) lives behind `CompletionService`.
+
+Size: as the only module allowed pygls, it holds both the handlers (`build_server` registers one
+small closure per LSP method, 17 of them) and the protocol rules applied before dispatch (the
+initialize/exit order, malformed params, skipping pygls' own document copy, stdio serving).
 """
 
 from __future__ import annotations
@@ -346,6 +350,9 @@ def lsp_change(
 def build_server(
     preset: str = "bundled", device: str = "auto", loader: LoaderFactory | None = None
 ) -> SpecServer:
+    """The server with every handler registered.
+
+    Size: one short closure per LSP method; splitting them would only scatter the registry."""
     server = SpecServer(preset, device, loader)
 
     @server.feature(types.INITIALIZE)
