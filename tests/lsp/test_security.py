@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import os
+import stat
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 import spec_lsp.server
 from spec_lsp.commands import serve as serve_cmd
 from tests.fuzz.lsp_process import ServerProcess, serve_command
+from tests.replay.builders import ROOT, fake_server_cmd, replay_cli_cmd
 
 SECRET = "TOP_SECRET_DOCUMENT_TEXT_4711"
 
@@ -97,5 +101,23 @@ def test_logs_hold_no_document_text_unless_debugging() -> None:
         debug.close()
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__]))
+def test_record_writes_only_the_file_it_was_given_with_the_users_umask(tmp_path: Path) -> None:
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    out = tmp_path / "session.jsonl"
+    body = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}'
+    exit_ = b'{"jsonrpc":"2.0","method":"exit"}'
+    sent = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in (body, exit_))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        replay_cli_cmd("record", "--out", str(out), "--", *fake_server_cmd()),
+        input=sent,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        preexec_fn=lambda: os.umask(0o077),
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["cwd", "session.jsonl"]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and out.stat().st_uid == os.getuid()
