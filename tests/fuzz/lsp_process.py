@@ -88,6 +88,7 @@ class ServerProcess:
             msg["params"] = params
         done = self.send(msg)
         assert done is not None
+        done.msg_id = msg["id"]  # type: ignore[attr-defined]
         return done
 
     def request(self, method: str, params: Any = None, timeout: float = TIMEOUT_S) -> Response:
