@@ -128,12 +128,15 @@ class PromptBuilder:
         col: int,
         context: str = "",
         remember: bool = True,
+        files: str = "",
     ) -> Prompt:
         """`lines` without terminators (joined by "\\n"); (row, col) in characters.
         `remember=False`: a prompt for a text the document may never have (a prefetch); the
-        document's window start stays as it was."""
+        document's window start stays as it was. `files`: other files' text, placed first (it
+        changes only on idle), its size taken from the prefix window's budget."""
         previous = self._starts.get(doc_id)
-        start = self._window_start(doc_id, lines, row, col)
+        limit = max(self.budget.prefix_chars // 2, self.budget.prefix_chars - len(files))
+        start = self._window_start(doc_id, lines, row, col, limit)
         if not remember:
             self._starts.pop(doc_id, None)
             if previous is not None:
@@ -150,10 +153,9 @@ class PromptBuilder:
                 prefix = header + prefix
                 context_used = True
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
-        return Prompt(self.template.render(prefix, suffix), start, context_used, lead)
+        return Prompt(files + self.template.render(prefix, suffix), start, context_used, lead)
 
-    def _window_start(self, doc_id: str, lines: list[str], row: int, col: int) -> int:
-        limit = self.budget.prefix_chars
+    def _window_start(self, doc_id: str, lines: list[str], row: int, col: int, limit: int) -> int:
         previous = self._starts.get(doc_id)
         if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:
             return previous

@@ -18,10 +18,12 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from spec_lsp.completion.anticipate import alternatives, prefetch_after
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
 from spec_lsp.completion.live import Generations, Live
-from spec_lsp.completion.prefetch import Ahead, Prefetch, after_accept
+from spec_lsp.completion.neighbours import Neighbours, render
+from spec_lsp.completion.prefetch import Prefetch
 from spec_lsp.completion.reuse import Anchor, CacheKey, Reuse
 from spec_lsp.completion.syntax_port import Cut, SyntaxPort
 from spec_lsp.config import Options
@@ -31,6 +33,7 @@ from spec_lsp.prompt import Prompt, PromptBuilder
 from spec_lsp.stats import ServerStats
 from spec_lsp.worker import InferenceWorker
 
+IDLE_MS = 1000.0  # a request after this long without one: the user paused (chunks may change)
 Change = tuple[tuple[int, int, int, int] | None, str]  # (line, char, line, char) or None: full
 
 
@@ -53,12 +56,14 @@ class CompletionService:
         self.live = Generations(worker, self.stats)
         self.feedback = Feedback(self.stats)
         self.prefetch = Prefetch(self.live, self.stats)
+        self.neighbours = Neighbours()
         self._prompts: PromptBuilder | None = None
 
     # -- documents ----------------------------------------------------------------------------
     def did_open(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.docs.open(uri, language_id, version, text)
         self.syntax.open(uri, language_id, text)
+        self.neighbours.note(uri, text.split("\n"), 0)
 
     def _syntax_source(self, uri: str) -> tuple[str, str] | None:
         doc = self.docs.get(uri)
@@ -79,6 +84,8 @@ class CompletionService:
             doc.apply(start, end, text)
             self.syntax.apply_edit(uri, start, end, text)
         doc.version = version
+        if changes and changes[-1][0] is not None:
+            self.neighbours.note(uri, doc.lines, changes[-1][0][0])  # type: ignore[index]
         self.live.stop_unless_typed_through(uri, doc.text)
         return True
 
@@ -86,6 +93,7 @@ class CompletionService:
         self.docs.close(uri)
         self.syntax.close(uri)
         self.prefetch.forget(uri)
+        self.neighbours.forget(uri)
         self.live.close(uri)
         self.arrivals.forget(uri)
         self.reuse.forget(uri)
@@ -170,7 +178,7 @@ class CompletionService:
         if not text:
             return None
         if self.options.prefetch and self.options.temperature == 0:
-            self.prefetch.schedule(uri, self._prefetch(doc, doc.version, pos, text))
+            self.prefetch.schedule(uri, prefetch_after(self, doc, doc.version, pos, text))
         return self.feedback.issue(text)
 
     async def complete_all(
@@ -193,22 +201,7 @@ class CompletionService:
         pos = doc.position(line, character, encoding)
         if pos is None or doc.version != version or self._prompts is None:
             return [first]
-        prefix, suffix = doc.prefix_suffix(*pos)
-        cutter = self.syntax.cutter(uri, *pos, prefix, suffix)
-        prompt = self._prompts.build(uri, doc.lines, *pos, self.syntax.context(uri, *pos))
-        cut, texts = Cut(cutter, prompt.lead), [first.text]
-        for rank in range(1, n + 1):  # one rank more: a branch may trim to one already had
-            if len(texts) >= n:
-                break
-            anchor = Anchor(prefix, suffix)
-            live = self.live.start(uri, prompt.text, cut, anchor, self.options, first_rank=rank)
-            result = await self.live.wait(live.job)
-            if result is None or doc.version != version:
-                break
-            self.live.settle(live, result)
-            if anchor.text and anchor.text not in texts:
-                texts.append(anchor.text)
-        return [first] + [self.feedback.issue(text) for text in texts[1:]]
+        return [first] + await alternatives(self, doc, pos, first.text, n)
 
     def _serving(self, doc: Document) -> bool:
         o = self.options
@@ -235,7 +228,9 @@ class CompletionService:
         cutter = self.syntax.cutter(doc.uri, *pos, prefix, suffix)
         if cutter.mode == "none" or self._prompts is None:
             return ""
-        prompt = self._prompts.build(doc.uri, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
+        if arrival.gap_ms is None or arrival.gap_ms >= IDLE_MS:
+            self.neighbours.settle()  # other files' chunks change only after a pause
+        prompt = self._prompt(doc, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
         cut = Cut(cutter, prompt.lead)
         return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix))
 
@@ -306,37 +301,26 @@ class CompletionService:
         self.stats.prefetch_hits += 1
         return live.anchor.text or None
 
-    # -- prefetch -------------------------------------------------------------------------------
-    async def _prefetch(
-        self, doc: Document, version: int, pos: tuple[int, int], shown: str
-    ) -> None:
-        """On idle engine time, the suggestion after `shown` is accepted whole, into the cache."""
-        await asyncio.sleep(0)  # the answer goes out first
-        if self.docs.get(doc.uri) is not doc or doc.version != version or self.live.busy():
-            return
-        prefix, suffix = doc.prefix_suffix(*pos)
-        new_prefix, row, col = after_accept(prefix, shown)
-        text = new_prefix + suffix
-        scratch = "prefetch:" + doc.uri  # the syntax layer's rules for the text after the accept
-        self.syntax.open(scratch, doc.language_id, text)
-        try:
-            cutter = self.syntax.cutter(scratch, row, col, new_prefix, suffix)
-            context = self.syntax.context(scratch, row, col)
-        finally:
-            self.syntax.close(scratch)
-        if cutter.mode == "none" or self._prompts is None:
-            return
-        lines = text.split("\n")
-        prompt = self._prompts.build(doc.uri, lines, row, col, context, remember=False)
-        cut = Cut(cutter, prompt.lead)
-        key = self._key(prompt, cut)
-        if self.reuse.cache.get(key) is not None:
-            return
-        anchor = Anchor(new_prefix, suffix)
-        live = self.live.start(doc.uri, prompt.text, cut, anchor, self.options, prefetch=True)
-        answer = await self.prefetch.run(Ahead(doc.uri, text, key, live))
-        if answer is not None:
-            self.reuse.cache.put(key, answer)
+    def _prompt(
+        self,
+        doc: Document,
+        lines: list[str],
+        row: int,
+        col: int,
+        context: str,
+        remember: bool = True,
+    ) -> Prompt:
+        """The prompt at (row, col) of `lines` (the document's, or as they would be), with the
+        other files' chunks first."""
+        assert self._prompts is not None
+        files = render(
+            self._prompts.template.family,
+            doc.language_id,
+            self.neighbours.chunks(doc.uri, doc.text),
+            doc.uri,
+            self._prompts.budget.prefix_chars // 3,
+        )
+        return self._prompts.build(doc.uri, lines, row, col, context, remember, files)
 
     def _settle(self, live: Live, result: GenerationResult) -> str:
         """The generation's suggestion; the first time, it becomes the document's last one."""

@@ -1,0 +1,79 @@
+"""Anticipation: the work the service does beyond the request in hand.
+
+- `prefetch_after`: on idle engine time, the suggestion the editor will ask for once the shown one
+  is accepted whole, computed into the answer cache (`prefetch.py` owns the ones in flight).
+- `alternatives`: for an explicit request, more suggestions that branch on the target's next most
+  likely first tokens, each continued as usual (greedy, with speculation, over the prompt's KV).
+
+Both build their prompts and rules exactly as a request at that position would (the service's
+`_prompt`, the syntax port's cutter), so their answers are the ones that request would get.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from spec_lsp.completion.feedback import Suggestion
+from spec_lsp.completion.prefetch import Ahead, after_accept
+from spec_lsp.completion.reuse import Anchor
+from spec_lsp.completion.syntax_port import Cut
+from spec_lsp.documents import Document
+
+if TYPE_CHECKING:
+    from spec_lsp.completion.service import CompletionService
+
+
+async def prefetch_after(
+    service: CompletionService, doc: Document, version: int, pos: tuple[int, int], shown: str
+) -> None:
+    """The suggestion after `shown` (made at `pos` of `doc` at `version`) is accepted whole."""
+    await asyncio.sleep(0)  # the answer goes out first
+    s = service
+    if s.docs.get(doc.uri) is not doc or doc.version != version or s.live.busy():
+        return
+    prefix, suffix = doc.prefix_suffix(*pos)
+    new_prefix, row, col = after_accept(prefix, shown)
+    text = new_prefix + suffix
+    scratch = "prefetch:" + doc.uri  # the syntax layer's rules for the text after the accept
+    s.syntax.open(scratch, doc.language_id, text)
+    try:
+        cutter = s.syntax.cutter(scratch, row, col, new_prefix, suffix)
+        context = s.syntax.context(scratch, row, col)
+    finally:
+        s.syntax.close(scratch)
+    if cutter.mode == "none" or s._prompts is None:
+        return
+    prompt = s._prompt(doc, text.split("\n"), row, col, context, remember=False)
+    cut = Cut(cutter, prompt.lead)
+    key = s._key(prompt, cut)
+    if s.reuse.cache.get(key) is not None:
+        return
+    anchor = Anchor(new_prefix, suffix)
+    live = s.live.start(doc.uri, prompt.text, cut, anchor, s.options, prefetch=True)
+    answer = await s.prefetch.run(Ahead(doc.uri, text, key, live))
+    if answer is not None:
+        s.reuse.cache.put(key, answer)
+
+
+async def alternatives(
+    service: CompletionService, doc: Document, pos: tuple[int, int], first: str, n: int
+) -> list[Suggestion]:
+    """Up to n - 1 suggestions other than `first` at `pos`, issued (ids) in rank order."""
+    s, version, texts = service, doc.version, [first]
+    prefix, suffix = doc.prefix_suffix(*pos)
+    cutter = s.syntax.cutter(doc.uri, *pos, prefix, suffix)
+    prompt = s._prompt(doc, doc.lines, *pos, s.syntax.context(doc.uri, *pos))
+    cut = Cut(cutter, prompt.lead)
+    for rank in range(1, n + 1):  # one rank more: a branch may trim to one already had
+        if len(texts) >= n:
+            break
+        anchor = Anchor(prefix, suffix)
+        live = s.live.start(doc.uri, prompt.text, cut, anchor, s.options, first_rank=rank)
+        result = await s.live.wait(live.job)
+        if result is None or doc.version != version:
+            break
+        s.live.settle(live, result)
+        if anchor.text and anchor.text not in texts:
+            texts.append(anchor.text)
+    return [s.feedback.issue(text) for text in texts[1:]]

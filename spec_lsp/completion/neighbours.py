@@ -1,0 +1,95 @@
+"""Context from other files: a bounded ring of chunks of recently opened or edited documents.
+
+Opening a document notes its first `CHUNK_LINES` lines; an edit notes the block of lines around
+it. Notes wait as pending and enter the ring only when the service says the user is idle (a
+request after a pause), never mid-typing, so the text placed ahead of the current file in the
+prompt stays byte-identical from keystroke to keystroke and the KV prefix survives. The ring
+keeps `RING_SIZE` chunks in a stable order (a chunk edited again is updated in place; a new one
+goes last and the oldest is dropped), as llama.vscode does (16 chunks of 64 lines).
+
+This module owns the ring and the rendering of its chunks for a prompt, with each model family's
+file markers (Qwen2.5-Coder's `<|file_sep|>`, a comment line naming the file for the others). It
+knows nothing of the model, LSP or the syntax layer.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+CHUNK_LINES = 64
+RING_SIZE = 16
+MIN_CHUNK_CHARS = 32  # a chunk shorter than this (blank, a stub) is not worth its tokens
+SLASH_COMMENTS = ("c", "cpp", "java", "javascript", "typescript", "go", "rust", "csharp", "kotlin")
+
+ChunkKey = tuple[str, int]  # (uri, first line)
+
+
+def file_name(uri: str) -> str:
+    return uri.rsplit("/", 1)[-1] or uri
+
+
+class Neighbours:
+    def __init__(self, size: int = RING_SIZE, lines: int = CHUNK_LINES) -> None:
+        self.size = size
+        self.lines = lines
+        self._ring: OrderedDict[ChunkKey, str] = OrderedDict()
+        self._pending: OrderedDict[ChunkKey, str] = OrderedDict()
+
+    def note(self, uri: str, lines: list[str], row: int) -> None:
+        """Notes the block of `lines` around `row` of `uri` (it enters the ring at `settle`)."""
+        start = max(0, row - self.lines // 2)
+        text = "\n".join(lines[start : start + self.lines])
+        key = (uri, start)
+        for old in [k for k in self._pending if k[0] == uri]:  # one pending block per document
+            del self._pending[old]
+        if len(text.strip()) >= MIN_CHUNK_CHARS:
+            self._pending[key] = text
+
+    def settle(self) -> bool:
+        """Moves pending notes into the ring (on idle); True when the ring changed."""
+        changed = False
+        for (uri, start), text in self._pending.items():
+            for key in [k for k in self._ring if k[0] == uri and abs(k[1] - start) < self.lines]:
+                if key != (uri, start):  # an overlapping block of the same document goes
+                    del self._ring[key]
+            if self._ring.get((uri, start)) != text:
+                self._ring[(uri, start)] = text  # in place when it was there: the order holds
+                changed = True
+            while len(self._ring) > self.size:
+                self._ring.popitem(last=False)
+        self._pending.clear()
+        return changed
+
+    def forget(self, uri: str) -> None:
+        for key in [k for k in self._pending if k[0] == uri]:
+            del self._pending[key]
+
+    def chunks(self, exclude: str, text: str = "") -> list[tuple[str, str]]:
+        """(file name, text) of the ring's chunks of other documents, oldest first, but those
+        whose text the current document (`text`) already has (a copy adds nothing)."""
+        return [
+            (file_name(uri), chunk)
+            for (uri, _), chunk in self._ring.items()
+            if uri != exclude and chunk not in text
+        ]
+
+
+def render(
+    family: str, language_id: str, chunks: list[tuple[str, str]], uri: str, limit: int
+) -> str:
+    """The chunks as text ahead of the current file, within `limit` characters (the newest kept).
+
+    Qwen2.5-Coder was trained on repository files as `<|repo_name|>` then `<|file_sep|>path`
+    blocks, the current file last; other families get each chunk under a comment naming it."""
+    if not chunks or limit <= 0:
+        return ""
+    if family == "qwen":
+        parts = [f"<|file_sep|>{name}\n{text}\n" for name, text in chunks]
+        head, tail = "<|repo_name|>workspace\n", f"<|file_sep|>{file_name(uri)}\n"
+    else:
+        mark = "//" if language_id in SLASH_COMMENTS else "#"
+        parts = [f"{mark} {name}\n{text}\n\n" for name, text in chunks]
+        head, tail = "", f"{mark} {file_name(uri)}\n"
+    while parts and len(head) + len(tail) + sum(map(len, parts)) > limit:
+        parts.pop(0)
+    return head + "".join(parts) + tail if parts else ""

@@ -1,0 +1,99 @@
+"""Context from other files: chunks of other documents ahead of the current file in the prompt,
+changed only after a pause, so the prompt's start (and the KV) holds from keystroke to keystroke."""
+
+from __future__ import annotations
+
+import asyncio
+
+from test_scheduling import ScriptedBackend, service_with
+
+from spec_lsp.completion import CompletionService
+from spec_lsp.config import Options
+from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
+from spec_lsp.worker import InferenceWorker, engine_loader
+
+DEFS = "file:///w/shapes.py"
+USE = "file:///w/main.py"
+NOTES = "file:///w/notes.py"
+DEFS_TEXT = (
+    "class Rectangle:\n    def __init__(self, width, height):\n"
+    "        self.width = width\n        self.height = height\n\n"
+    "def area_of_rectangle(rect):\n    return rect.width * rect.height\n"
+)
+USE_TEXT = "from shapes import Rectangle\n\nr = Rectangle(2, 3)\nprint("
+
+
+def end(service: CompletionService, uri: str) -> tuple[int, int]:
+    doc = service.docs.get(uri)
+    assert doc is not None
+    return len(doc.lines) - 1, len(doc.lines[-1])
+
+
+async def keystroke(service: CompletionService, version: int, ch: str) -> None:
+    row, col = end(service, USE)
+    service.did_change(USE, version, [((row, col, row, col), ch)], "utf-16")
+    await service.complete(USE, row, col + 1, "utf-16")
+
+
+async def test_other_files_come_first_and_change_only_after_a_pause() -> None:
+    backend = ScriptedBackend("x")
+    backend.free_running = True
+    service = await service_with(backend)
+    service.did_open(DEFS, "python", 1, DEFS_TEXT)
+    service.did_open(USE, "python", 1, USE_TEXT)
+    await service.complete(USE, *end(service, USE), "utf-16")  # the first request: a pause
+    first = backend.calls[-1].prompt
+    assert first.startswith("# shapes.py\nclass Rectangle:") and "# main.py\nfrom shapes" in first
+    assert "# main.py\nfrom shapes" not in first.split("# main.py")[0]  # not its own chunk
+    service.did_open(NOTES, "python", 1, "# notes: every shape has an area_of_ function\n")
+    for version, ch in enumerate("area", start=2):  # typing: the chunks stay as they were
+        await keystroke(service, version, ch)
+        assert backend.calls[-1].prompt.startswith(first.split("# main.py")[0] + "# main.py")
+        assert "notes" not in backend.calls[-1].prompt
+    service.arrivals._last_at[USE] -= 5  # noqa: SLF001  a pause of five seconds
+    await keystroke(service, 6, "_")
+    assert "# notes.py\n# notes:" in backend.calls[-1].prompt
+
+
+class Recording:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.requests: list[tuple[GenerationRequest, GenerationResult]] = []
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        result = self.backend.generate(request)
+        self.requests.append((request, result))
+        return result
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def forget(self, doc_id: str) -> None:
+        self.backend.forget(doc_id)
+
+
+async def test_two_files_on_the_tiny_model_prefill_under_8_tokens_per_keystroke() -> None:
+    worker = InferenceWorker(asyncio.get_running_loop())
+    loaded = asyncio.Event()
+    options = Options(preset="tiny", device="cpu", max_tokens=8, prefetch=False)
+    worker.load("tiny", engine_loader(options), lambda m, f: None, loaded.set)
+    await asyncio.wait_for(loaded.wait(), 300)
+    assert worker.state == "ready" and worker.backend is not None
+    recording = Recording(worker.backend)
+    worker.backend = recording
+    service = CompletionService(worker, options)
+    service.model_ready()
+    service.did_open(DEFS, "python", 1, DEFS_TEXT)
+    service.did_open(USE, "python", 1, USE_TEXT)
+    await service.complete(USE, *end(service, USE), "utf-16")
+    assert "class Rectangle" in recording.requests[0][0].prompt
+    started = len(recording.requests)
+    for version, ch in enumerate("area_of", start=2):
+        await keystroke(service, version, ch)
+    typed = recording.requests[started:]
+    assert any(not result.cancelled for _, result in typed), "the keystrokes ran the model"
+    for request, result in typed:
+        assert "class Rectangle" in request.prompt
+        if not result.cancelled:
+            assert result.stats.prefilled_tokens < 8, result.stats
+    worker.stop()
