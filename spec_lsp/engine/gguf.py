@@ -159,3 +159,41 @@ def read_blocks(path: Path, name: str) -> Q4Blocks | Q8Blocks:
                 return q8_0_blocks(t.data)
             raise ValueError(f"{name} is {t.tensor_type.name}, not Q4_1 or Q8_0")
     raise KeyError(name)
+
+
+def read_blocks_cached(path: Path, cache: Path) -> dict[str, Q4Blocks | Q8Blocks]:
+    """The quantized matrices of `read_llama(path)`, kept in a safetensors file at `cache` after
+    the first read (parsing a GGUF's tokenizer metadata with gguf-py takes 10-50 s here)."""
+    from safetensors.torch import load_file, save_file
+
+    stamp = f"{path.stat().st_size}-{int(path.stat().st_mtime)}"
+    if cache.is_file():
+        flat = load_file(str(cache))
+        if flat.get("stamp", torch.zeros(0)).numpy().tobytes().decode() == stamp:
+            return _unflatten(flat)
+    read = read_llama(path)
+    flat = {"stamp": torch.frombuffer(bytearray(stamp.encode()), dtype=torch.uint8)}
+    for name, b in read.q4.items():
+        nibbles = b.codes[:, 0::2] | (b.codes[:, 1::2] << 4)  # two codes a byte
+        flat |= {f"q4:{name}:codes": nibbles, f"q4:{name}:scale": b.scale}
+        flat[f"q4:{name}:minimum"] = b.minimum
+    for name, b8 in read.q8.items():
+        flat |= {f"q8:{name}:codes": b8.codes, f"q8:{name}:scale": b8.scale}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    save_file(flat, str(tmp))
+    tmp.rename(cache)
+    return {**read.q4, **read.q8}
+
+
+def _unflatten(flat: dict[str, torch.Tensor]) -> dict[str, Q4Blocks | Q8Blocks]:
+    out: dict[str, Q4Blocks | Q8Blocks] = {}
+    for key, value in flat.items():
+        kind, _, rest = key.partition(":")
+        name, _, part = rest.rpartition(":")
+        if kind == "q4" and part == "codes":
+            codes = torch.stack([value & 0x0F, value >> 4], dim=-1).reshape(value.shape[0], -1)
+            out[name] = Q4Blocks(codes, flat[f"q4:{name}:scale"], flat[f"q4:{name}:minimum"])
+        elif kind == "q8" and part == "codes":
+            out[name] = Q8Blocks(value, flat[f"q8:{name}:scale"])
+    return out

@@ -29,6 +29,7 @@ from spec_lsp.engine.head import SpecHead, load_head
 from spec_lsp.engine.sources import (
     ModelLoadError,
     Progress,
+    bundled_dir,
     bundled_gguf,
     fetch_bundled,
     is_available_offline,
@@ -100,10 +101,12 @@ def gguf_blocks(source: str) -> dict[str, Any]:
     """A bundled target's quantized GGUF blocks by parameter name (empty for other sources)."""
     if not source.startswith("bundled:"):
         return {}
-    from spec_lsp.engine.gguf import read_llama
+    from spec_lsp.engine.gguf import read_blocks_cached
 
-    read = read_llama(bundled_gguf(source.split(":", 1)[1]))
-    return {**read.q4, **read.q8}
+    name = source.split(":", 1)[1]
+    return dict(
+        read_blocks_cached(bundled_gguf(name), bundled_dir(name) / "gguf-blocks.safetensors")
+    )
 
 
 def apply_weights(

@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")
 GROUP = BLOCK  # int4 group size: one Q4_1 block
 COMPUTE = torch.bfloat16  # activations inside the packed products
+# A product over more rows than this (a prefill chunk) runs in float32 on the de-quantized weight:
+# the packed CPU kernels cost in proportion to the rows, a float32 GEMM does not. Decode and
+# verification passes (up to k_max + 1 rows) stay on the packed kernels, so they see the same
+# numbers whatever their length.
+PREFILL_ROWS = 32
 
 
 def int4_available(device: torch.device | str) -> bool:
@@ -50,6 +55,7 @@ class Int4Linear(nn.Module):
     """y = x W^T + b with W [N, K] as 4-bit codes in groups of 32 along K."""
 
     packed: torch.Tensor  # torch's CPU int4 layout of the codes, [N, K / 2] uint8
+    nibbles: torch.Tensor  # [N, K / 2] uint8, code 2j in the low nibble and 2j + 1 in the high
     scales_zeros: torch.Tensor  # [K / 32, N, 2]: scale and zero of each group, bfloat16
     bias: torch.Tensor | None
 
@@ -64,6 +70,8 @@ class Int4Linear(nn.Module):
             codes.to(torch.int32).contiguous(), 1
         )
         self.register_buffer("packed", packed)
+        codes8 = codes.to(torch.uint8)  # two codes a byte, for the prefill path's de-quantization
+        self.register_buffer("nibbles", codes8[:, 0::2] | (codes8[:, 1::2] << 4))
         sz = torch.stack([scale.t(), zero.t()], dim=-1).to(COMPUTE).contiguous()
         self.register_buffer("scales_zeros", sz)
         self.register_buffer("bias", None)
@@ -83,12 +91,24 @@ class Int4Linear(nn.Module):
         codes = ((groups - low[..., None]) / scale[..., None]).round().clamp(0, 15)
         return cls(codes.reshape(n, k).to(torch.uint8), scale, low + 8 * scale)
 
+    def dequantized(self) -> torch.Tensor:
+        """[N, K] float32: (q - 8) * scale + zero, with the scales the kernel uses."""
+        n, k = self.out_features, self.in_features
+        q = torch.stack([self.nibbles & 0x0F, self.nibbles >> 4], dim=-1).view(n, k // GROUP, GROUP)
+        sz = self.scales_zeros.float().transpose(0, 1)  # [N, K / 32, 2]
+        return ((q.float() - 8) * sz[..., 0:1] + sz[..., 1:2]).view(n, k)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        flat = x.reshape(-1, self.in_features).to(COMPUTE)
-        y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_zeros)
+        flat = x.reshape(-1, self.in_features)
+        if flat.shape[0] > PREFILL_ROWS:
+            y = nn.functional.linear(flat.float(), self.dequantized())
+        else:
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(
+                flat.to(COMPUTE), self.packed, GROUP, self.scales_zeros
+            )
         if self.bias is not None:
-            y = y + self.bias
+            y = y + self.bias.to(y.dtype)
         return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -125,10 +145,14 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        flat = x.reshape(-1, self.in_features).to(COMPUTE)
-        y = torch._weight_int8pack_mm(flat, self.codes, self.scales)
+        flat = x.reshape(-1, self.in_features)
+        if flat.shape[0] > PREFILL_ROWS:  # see PREFILL_ROWS
+            weight = self.codes.float() * self.scales.float()[:, None]
+            y = nn.functional.linear(flat.float(), weight)
+        else:
+            y = torch._weight_int8pack_mm(flat.to(COMPUTE), self.codes, self.scales)
         if self.bias is not None:
-            y = y + self.bias
+            y = y + self.bias.to(y.dtype)
         return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -252,6 +276,8 @@ def _exact_attention(
     vanish when rounded back, so a verification pass sees what one-token decoding sees."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    if query.shape[-2] > PREFILL_ROWS:  # a prefill chunk: both modes prefill alike
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     mask = attention_mask
     if mask is not None and mask.is_floating_point():
         mask = mask.double()

@@ -139,3 +139,12 @@ def test_load_engine_in_int4_is_identical_to_itself_in_every_mode() -> None:
     plain = run(engine, CODE_PROMPTS[0], "off")
     for method in ("ngram", "draft", "both"):
         assert run(engine, CODE_PROMPTS[0], method).token_ids == plain.token_ids
+
+
+def test_prefill_rows_take_the_float32_path_with_the_same_weights() -> None:
+    blocks = q4_1_blocks(q4_1_matrix(64, 128, seed=3))
+    lin = Int4Linear.from_blocks(blocks)
+    x = torch.randn(40, 128)  # more rows than PREFILL_ROWS
+    ref = x @ blocks.dequantize().t()
+    assert (lin(x) - ref).abs().max() <= 0.02 * ref.abs().max()
+    assert torch.allclose(lin(x[:1]), lin(x[:2])[:1])
