@@ -81,7 +81,7 @@ async def _service(prefilled: int) -> CompletionService:
     worker = InferenceWorker(asyncio.get_running_loop())
     worker.backend, worker.state = PrefillBackend(prefilled), "ready"
     worker.info = ModelInfo(preset="fake")
-    service = CompletionService(worker, Options(max_tokens=8))
+    service = CompletionService(worker, Options(max_tokens=8, prefetch=False))  # calls counted
     service.model_ready()
     return service
 
