@@ -66,11 +66,13 @@ def measure(url: str, rounds: int, max_new_tokens: int) -> dict[str, object]:
         c, n = _round(backend, i, max_new_tokens)
         close_ms.append(c)
         next_ms.append(n)
+    status = backend.status()
+    backend.close()
     return {
         "rounds": rounds,
         "cancel_to_closed_ms": _summary(close_ms),
         "cancel_to_next_answer_ms": _summary(next_ms),
-        "health": backend.status(),
+        "health": status,
     }
 
 

@@ -110,8 +110,10 @@ class RemoteBackend:
         return self.health.status()
 
     def close(self) -> None:
-        if self._loop is not None and self._client is not None:
-            self._loop.run_until_complete(self._client.aclose())
+        if self._loop is not None:
+            if self._client is not None:
+                self._loop.run_until_complete(self._client.aclose())
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
         self._loop = self._client = None
 
