@@ -49,9 +49,9 @@ async def trial(
         service.did_close(uri)
         return None
     deadline = time.perf_counter() + pause_s
-    while time.perf_counter() < deadline and (service.options.prefetch and service.live.busy()):
+    while time.perf_counter() < deadline and service.prefetch.busy(uri):  # the user's pause
         await asyncio.sleep(0.005)
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.05)
     typed = first.text if accept else nxt  # the accept, or the file's next character
     service.did_change(uri, 2, [((row, col, row, col), typed)], "utf-32")
     new = text + typed

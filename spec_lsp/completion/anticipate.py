@@ -44,6 +44,7 @@ async def prefetch_after(
         s.syntax.close(scratch)
     if cutter.mode == "none" or s._prompts is None:
         return
+    s.neighbours.settle(keep=doc.uri)  # idle time: what the request after the accept will see
     prompt = s._prompt(doc, text.split("\n"), row, col, context, remember=False)
     cut = Cut(cutter, prompt.lead)
     key = s._key(prompt, cut)

@@ -45,10 +45,15 @@ class Neighbours:
         if len(text.strip()) >= MIN_CHUNK_CHARS:
             self._pending[key] = text
 
-    def settle(self) -> bool:
-        """Moves pending notes into the ring (on idle); True when the ring changed."""
+    def settle(self, keep: str = "") -> bool:
+        """Moves pending notes into the ring (on idle), but those of document `keep` (the one
+        being completed in: its chunks are not in its own prompt, and one of them entering could
+        push another document's out of it); True when the ring changed."""
         changed = False
-        for (uri, start), text in self._pending.items():
+        for (uri, start), text in list(self._pending.items()):
+            if uri == keep:
+                continue
+            del self._pending[(uri, start)]
             for key in [k for k in self._ring if k[0] == uri and abs(k[1] - start) < self.lines]:
                 if key != (uri, start):  # an overlapping block of the same document goes
                     del self._ring[key]
@@ -57,7 +62,6 @@ class Neighbours:
                 changed = True
             while len(self._ring) > self.size:
                 self._ring.popitem(last=False)
-        self._pending.clear()
         return changed
 
     def forget(self, uri: str) -> None:

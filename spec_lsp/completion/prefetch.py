@@ -87,6 +87,10 @@ class Prefetch:
             self._filled.popitem(last=False)
         return ahead.live.anchor.text
 
+    def busy(self, uri: str) -> bool:
+        """Whether a prefetch for `uri` is scheduled or running."""
+        return uri in self._tasks
+
     def pending(self, uri: str, key: CacheKey) -> Live | None:
         """The prefetch computing `key` for `uri`, if it still runs."""
         ahead = self._ahead.get(uri)

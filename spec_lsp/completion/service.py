@@ -229,7 +229,7 @@ class CompletionService:
         if cutter.mode == "none" or self._prompts is None:
             return ""
         if arrival.gap_ms is None or arrival.gap_ms >= IDLE_MS:
-            self.neighbours.settle()  # other files' chunks change only after a pause
+            self.neighbours.settle(keep=doc.uri)  # other files' chunks change only on a pause
         prompt = self._prompt(doc, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
         cut = Cut(cutter, prompt.lead)
         return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix))
@@ -316,7 +316,7 @@ class CompletionService:
         files = render(
             self._prompts.template.family,
             doc.language_id,
-            self.neighbours.chunks(doc.uri, doc.text),
+            self.neighbours.chunks(doc.uri, "\n".join(lines)),
             doc.uri,
             self._prompts.budget.prefix_chars // 3,
         )
