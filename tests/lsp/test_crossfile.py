@@ -8,6 +8,7 @@ import asyncio
 from test_scheduling import ScriptedBackend, service_with
 
 from spec_lsp.completion import CompletionService
+from spec_lsp.completion.neighbours import Neighbours, render
 from spec_lsp.config import Options
 from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
 from spec_lsp.worker import InferenceWorker, engine_loader
@@ -97,3 +98,16 @@ async def test_two_files_on_the_tiny_model_prefill_under_8_tokens_per_keystroke(
         if not result.cancelled:
             assert result.stats.prefilled_tokens < 8, result.stats
     worker.stop()
+
+
+def test_the_ring_keeps_16_chunks_in_order_and_the_current_documents_note_waits() -> None:
+    ring = Neighbours()
+    for i in range(20):
+        ring.note(f"file:///w/m{i}.py", [f"def f{i}(): return {i} + {i} + {i}  # padding"], 0)
+    assert ring.settle(keep="file:///w/m19.py")
+    names = [name for name, _ in ring.chunks("")]
+    assert names == [f"m{i}.py" for i in range(3, 19)]  # the oldest dropped, m19 still pending
+    assert ring.settle() and [n for n, _ in ring.chunks("")][-1] == "m19.py"
+    text = render("qwen", "python", ring.chunks("file:///w/m4.py"), "file:///w/m4.py", 400)
+    assert text.startswith("<|repo_name|>workspace\n<|file_sep|>") and len(text) <= 400
+    assert text.endswith("<|file_sep|>m4.py\n") and "m18.py" in text and "m4.py\ndef" not in text
