@@ -45,14 +45,15 @@ async def trial(
     service.did_open(uri, "python", 1, text)
     row, col = text.count("\n"), len(text.split("\n")[-1])
     first = await service.complete(uri, row, col, "utf-32")
-    if first is None or (not accept and first.text.startswith(nxt)):  # that would type through
+    if first is None:
         service.did_close(uri)
         return None
     deadline = time.perf_counter() + pause_s
     while time.perf_counter() < deadline and service.prefetch.busy(uri):  # the user's pause
         await asyncio.sleep(0.005)
     await asyncio.sleep(0.05)
-    typed = first.text if accept else nxt  # the accept, or the file's next character
+    other = next(c for c in (nxt, " ", "x", "(") if not first.text.startswith(c))
+    typed = first.text if accept else other  # the accept, or a key not typing through it
     service.did_change(uri, 2, [((row, col, row, col), typed)], "utf-32")
     new = text + typed
     t0 = time.perf_counter()
