@@ -7,11 +7,15 @@ PY=$(realpath "${PY:-.venv/bin/python}")
 CACHE=${SPEC_LSP_TOOLS:-$HOME/.cache/spec-lsp-tools}/llama.cpp
 BIN=$CACHE/build/bin/llama-server
 JOBS=${JOBS:-2}
+mkdir -p "$CACHE"
+# One build at a time: a second caller (the tests' fixture beside make bench-peers) waits for the
+# first instead of running cmake in the same build folder.
+exec 9>"$CACHE/.build.lock"
+flock 9
 if [ -x "$BIN" ]; then
   echo "$BIN"
   exit 0
 fi
-mkdir -p "$CACHE"
 cd "$CACHE"
 if [ ! -d src ]; then
   "$PY" -m pip download -q --no-binary :all: --no-deps --dest sdist llama-cpp-python
