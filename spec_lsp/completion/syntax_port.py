@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 Source = Callable[[str], "tuple[str, str] | None"]  # uri -> (languageId, text), None if closed
 RESIDENT_DOCS = 32
+# A document larger than this is never parsed: tree-sitter parses on the event loop (~14 s for a
+# 10 MB file on a 2-core machine, ~5 s per edit), which would stall every other request. Such a
+# document gets the language-independent rules only.
+MAX_PARSED_CHARS = 1_000_000
 T = TypeVar("T")
 
 
@@ -77,9 +81,15 @@ class SyntaxPort:
         self.source: Source | None = None  # without one, every open document stays parsed
         self.resident = resident
         self._parsed: OrderedDict[str, None] = OrderedDict()  # least recently used first
+        self._unparsed: set[str] = set()  # open documents over MAX_PARSED_CHARS
 
     # -- documents ----------------------------------------------------------------------------
     def open(self, uri: str, language_id: str, text: str) -> None:
+        if len(text) > MAX_PARSED_CHARS:
+            self.close(uri)
+            self._unparsed.add(uri)
+            return
+        self._unparsed.discard(uri)
         self._guard("open", lambda: self._svc.open(uri, language_id, text))
         self._keep(uri)
 
@@ -91,11 +101,17 @@ class SyntaxPort:
             self._parsed.move_to_end(uri)
 
     def replace(self, uri: str, text: str) -> None:
+        if len(text) > MAX_PARSED_CHARS:
+            self.close(uri)
+            self._unparsed.add(uri)
+            return
+        self._unparsed.discard(uri)  # parsed from `source` when next needed
         if uri in self._parsed:
             self._guard("replace", lambda: self._svc.replace(uri, text))
             self._parsed.move_to_end(uri)
 
     def close(self, uri: str) -> None:
+        self._unparsed.discard(uri)
         self._parsed.pop(uri, None)
         self._guard("close", lambda: self._svc.close(uri))
 
@@ -107,6 +123,8 @@ class SyntaxPort:
         """The request's rules at (row, col), built once; `prefix` and `suffix` (the text around
         the cursor) only serve the fallback."""
         self._ensure(uri)
+        if uri in self._unparsed:
+            return cutter_for("", prefix, suffix)
         cutter = self._guard("cutter", lambda: self._svc.cutter(uri, row, col))
         # No language: the syntax layer's own fallback (its language-independent rules), which
         # never raises.
@@ -115,6 +133,8 @@ class SyntaxPort:
     def context(self, uri: str, row: int, col: int) -> str:
         """Declarations and headers around the cursor for the prompt ("" when none)."""
         self._ensure(uri)
+        if uri in self._unparsed:
+            return ""
         return self._guard("context", lambda: self._svc.context(uri, row, col)) or ""
 
     # -- inside -------------------------------------------------------------------------------

@@ -432,12 +432,6 @@ def ten_mb_document() -> str:
     return "".join(TEN_MB_LINE % i for i in range(10 * 2**20 // len(TEN_MB_LINE)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the syntax layer parses a whole document with tree-sitter on the event loop "
-    "(syntax/document.py via completion/syntax_port.py): a 10 MB file blocks every request "
-    "for ~14 s on open and ~5 s per edit on a 2-core EPYC; it needs a size cap or a thread",
-)
 def test_a_10_mb_document_does_not_stall_other_requests() -> None:
     server = ServerProcess(serve_command("no-such-preset"))
     try:
