@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -20,7 +21,9 @@ def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tupl
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (1, context + n_max), generator=gen).to(model.device)
     cache = DynamicCache(config=model.config)
-    model(input_ids=ids[:, :context], past_key_values=cache, use_cache=True, logits_to_keep=1)
+    # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
+    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    model(input_ids=ids[:, :context], **{kw: cache}, use_cache=True, logits_to_keep=1)
     costs = []
     for n in range(1, n_max + 1):
         best = float("inf")
@@ -30,7 +33,7 @@ def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tupl
             t = time.perf_counter()
             model(
                 input_ids=ids[:, context : context + n],
-                past_key_values=cache,
+                **{kw: cache},
                 use_cache=True,
                 logits_to_keep=n,
             )
