@@ -117,14 +117,18 @@ async def test_lsp_completions_supersede_and_recovery(
     doc.type("e")
     newer = inline(lsp, doc.uri, end_position(doc.text))
     first, second = await answer(lsp, older), await answer(lsp, newer)
-    assert not first["items"]
+    # The older request may be answered before the "e" arrives (typing through the first
+    # suggestion costs no model call, and the real engine can finish a short line in 50 ms), so
+    # only its shape is checked here; that a superseded stream is closed within one chunk is
+    # tested deterministically against the fake engine (tests/remote/test_backends.py).
+    assert isinstance(first["items"], list)
     assert second["items"] is not None
     stats = await lsp.request("spec-lsp/stats", timeout=30.0)
     assert stats["kvReuse"]["promptTokens"] > 0
     # The engine goes away: empty answers, and the status says why.
     llama_server.stop()
     try:
-        doc.type("t")
+        doc.type("x")  # not the suggestion's next character: typing through cannot answer it
         assert await suggest(lsp, doc.uri, doc.text) == ""
         status = await status_of(lsp)
         assert status["state"] == "ready" and status["engine"]["available"] is False
