@@ -33,7 +33,7 @@ editors: $(STAMP)
 	@for s in editors/*/setup.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
 
 # Everything the tests and the editors need.
-setup: install $(DEV_STAMP) editors
+setup: install $(DEV_STAMP) editors bench-peers
 
 demo: install
 	$(BIN)/spec-lsp replay tests/sessions --preset bundled
@@ -64,6 +64,9 @@ clean:
 
 # llama.cpp's llama-server, built once from llama-cpp-python's sdist into ~/.cache/spec-lsp-tools
 # (~7-15 min on 2 cores); `bench engine` then adds llama_cpp rows. Not part of `make test`.
+# llama.cpp's llama-server, built once from llama-cpp-python's sdist into ~/.cache/spec-lsp-tools
+# (~7-15 min on 2 cores; seconds once cached): the engine bench's llama_cpp rows and the remote
+# backend's e2e tests use it. Part of `make setup`, so the build never runs inside a test's time.
 bench-peers: install
 	bash tools/build_llama_server.sh
 
