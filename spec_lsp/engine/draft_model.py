@@ -22,32 +22,22 @@ from typing import Any, cast
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import AutoConfig, AutoModelForCausalLM, GenerationMixin, LlamaConfig
+from transformers import AutoConfig, AutoModelForCausalLM, GenerationMixin
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.models.llama.modeling_llama import LlamaModel, LlamaPreTrainedModel
 from transformers.utils.deprecation import deprecate_kwarg
 
-from spec_lsp.engine.sources import target_embeddings
+from spec_lsp.engine.sources import DistilledConfig, target_embeddings
 
 WEIGHTS = "model.safetensors"
 MODEL_TYPE = "spec_lsp_draft"
 EMBED_KEY = "model.embed_tokens.weight"
 
 
-class SpecDraftConfig(LlamaConfig):
+class SpecDraftConfig(DistilledConfig):
     model_type = MODEL_TYPE
 
-    def __init__(
-        self,
-        draft_vocab_size: int = 4096,
-        embed_source: str = "",
-        target_fingerprint: str = "",
-        **kwargs: Any,
-    ) -> None:
-        self.draft_vocab_size = draft_vocab_size
-        self.embed_source = embed_source  # the target whose embeddings the draft reads
-        self.target_fingerprint = target_fingerprint  # hash of the target tokenizer's vocabulary
-        kwargs.setdefault("tie_word_embeddings", False)
+    def __init__(self, **kwargs: Any) -> None:  # explicit: config subclasses are dataclass-like
         super().__init__(**kwargs)
 
 

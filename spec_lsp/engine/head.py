@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import AutoConfig, LlamaConfig
+from transformers import AutoConfig
 from transformers.models.llama.modeling_llama import (
     LlamaMLP,
     LlamaRMSNorm,
@@ -36,27 +36,17 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 
-from spec_lsp.engine.sources import target_embeddings
+from spec_lsp.engine.sources import DistilledConfig, target_embeddings
 
 WEIGHTS = "model.safetensors"
 MODEL_TYPE = "spec_lsp_head"
 
 
-class SpecHeadConfig(LlamaConfig):
+class SpecHeadConfig(DistilledConfig):
     model_type = MODEL_TYPE
 
-    def __init__(
-        self,
-        draft_vocab_size: int = 4096,
-        embed_source: str = "",
-        target_fingerprint: str = "",
-        **kwargs: Any,
-    ) -> None:
-        self.draft_vocab_size = draft_vocab_size
-        self.embed_source = embed_source  # the target whose embeddings and features the head reads
-        self.target_fingerprint = target_fingerprint  # hash of the target tokenizer's vocabulary
-        kwargs.setdefault("num_hidden_layers", 1)
-        kwargs.setdefault("tie_word_embeddings", False)
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("num_hidden_layers", 1)  # one layer over the target's features
         super().__init__(**kwargs)
 
 

@@ -151,6 +151,24 @@ def pick_device(device: str) -> str:
     return device
 
 
+class DistilledConfig(LlamaConfig):
+    """The config of a draft distilled for one target (a decoder or a feature head): its own
+    output rows, the target whose embeddings it reads, and a hash of that target's vocabulary."""
+
+    def __init__(
+        self,
+        draft_vocab_size: int = 4096,
+        embed_source: str = "",
+        target_fingerprint: str = "",
+        **kwargs: Any,
+    ) -> None:
+        self.draft_vocab_size = draft_vocab_size
+        self.embed_source = embed_source  # the target whose embeddings the draft reads
+        self.target_fingerprint = target_fingerprint  # hash of the target tokenizer's vocabulary
+        kwargs.setdefault("tie_word_embeddings", False)
+        super().__init__(**kwargs)
+
+
 def tiny_model(layers: int, seed: int, vocab_size: int) -> PreTrainedModel:
     config = LlamaConfig(
         vocab_size=vocab_size,
