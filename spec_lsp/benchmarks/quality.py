@@ -1,6 +1,6 @@
 """How far a target in a packed weight format is from the same target in float32: top-1 agreement
 of the greedy next token at every position of held-out code (standard-library files that the
-bench prompts do not use), one forward per file."""
+bench prompts do not use), computed as decoding computes it."""
 
 from __future__ import annotations
 
@@ -30,8 +30,24 @@ def top1_agreement(model: Any, reference: Any, encode: Any, max_tokens: int = 51
         ids = torch.tensor([encode(text)[:max_tokens]], device=model.device)
         if ids.shape[1] < 2:
             continue
-        a = model(input_ids=ids).logits[0].argmax(-1)
+        a = _greedy(model, ids)
         b = reference(input_ids=ids.to(reference.device)).logits[0].argmax(-1).to(a.device)
         same += int((a == b).sum())
         total += a.numel()
     return round(same / total, 4) if total else None
+
+
+def _greedy(model: Any, ids: torch.Tensor) -> torch.Tensor:
+    """The model's greedy next token at every position of `ids` [1, n], computed the way decoding
+    computes it: with the engine's lean forward, in passes of decode size (the packed kernels and
+    row-by-row attention that a keystroke's passes run), else one transformers forward."""
+    from spec_lsp.engine.lean import EXACT_ROWS, lean_of
+
+    decoder = lean_of(model)
+    if decoder is None:
+        return model(input_ids=ids).logits[0].argmax(-1)
+    tokens, cache, out = ids[0].tolist(), decoder.new_cache(), []
+    for start in range(0, len(tokens), EXACT_ROWS):
+        chunk = tokens[start : start + EXACT_ROWS]
+        out.append(decoder.forward(chunk, cache, keep=len(chunk))[0].argmax(-1))
+    return torch.cat(out)

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from spec_lsp.engine.lean import LEAN_ATTR, LeanCache, LeanDecoder
+
 
 def common_prefix_len(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))
@@ -73,14 +75,17 @@ class ModelState:
 
     def __init__(self, model: PreTrainedModel, features: bool = False) -> None:
         self.model = model
-        self._base = enable_features(model) if features else None
+        # The engine's own forward when the model has one (`lean.attach`), else transformers'.
+        self._lean: LeanDecoder | None = getattr(model, LEAN_ATTR, None)
+        self._track = features
+        self._base = enable_features(model) if features and self._lean is None else None
         # Tracked features live in a buffer that grows by doubling, so that appending the few
         # tokens of a keystroke or a verify step does not copy the whole context each time.
         self._buffer: torch.Tensor | None = None
         # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
-        self.cache: DynamicCache | None = None
+        self.cache: DynamicCache | LeanCache | None = None
         self.tokens: list[int] = []
 
     def __len__(self) -> int:
@@ -129,6 +134,8 @@ class ModelState:
         # At least the last `keep` tokens must run to produce their logits.
         reuse = min(common_prefix_len(self.tokens, tokens), len(tokens) - keep)
         self.truncate(reuse)
+        if self._lean is not None:
+            return self._advance_lean(self._lean, tokens, keep)
         if self.cache is None:
             self.cache = DynamicCache(config=self.model.config)
         reuse = len(self.tokens)
@@ -148,6 +155,19 @@ class ModelState:
         return Advance(
             logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
         )
+
+
+    def _advance_lean(self, lean: LeanDecoder, tokens: list[int], keep: int) -> Advance:
+        if self.cache is None:
+            self.cache = lean.new_cache()
+        assert isinstance(self.cache, LeanCache)
+        reuse = len(self.tokens)
+        fed = tokens[reuse:]
+        logits, last, every = lean.forward(fed, self.cache, keep, all_hidden=self._track)
+        self.tokens = list(tokens)
+        if every is not None:
+            self._store_features(reuse, every)
+        return Advance(logits=logits, hidden=last, reused=reuse, fed=len(fed))
 
 
 class DraftState(Protocol):

@@ -22,7 +22,7 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import draft_model, quant
+from spec_lsp.engine import draft_model, lean, quant
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
@@ -59,6 +59,9 @@ __all__ = [
 ]
 
 
+FORWARDS = ("lean", "transformers")
+
+
 @dataclass(frozen=True)
 class LoadSpec:
     """What to load, as plain values. Sources are `bundled:<name>`, `builtin:tiny-*`, a local
@@ -74,6 +77,9 @@ class LoadSpec:
     weights: dict[str, str] = field(default_factory=dict)
     output_weights: str | None = None  # the output projection's format; default: int8 with int4
     measure_verify: bool = True  # time target passes over 1..k_max+1 tokens for adaptive k
+    # "lean": the engine's own forward for Llama-family models on a CPU (`lean`), where it applies;
+    # "transformers": the model's own forward everywhere.
+    forward: str = "lean"
     # config.json files of the architectures, for `random_weights` (timing only).
     target_config: Path | None = None
     draft_config: Path | None = None
@@ -194,7 +200,11 @@ def load_draft(
 def warm_up(engine: SpecEngine) -> None:
     with torch.inference_mode():
         ids = torch.tensor([[1, 2, 3, 4]], device=engine.target.device)
-        engine.target(input_ids=ids)
+        decoder = lean.lean_of(engine.target)
+        if decoder is not None:
+            decoder.forward([1, 2, 3, 4], decoder.new_cache(), keep=4)
+        else:
+            engine.target(input_ids=ids)
         if engine.head is not None:
             h = engine.head.config.hidden_size
             feats = torch.zeros(1, 4, h, device=engine.target.device, dtype=engine.head.dtype)
@@ -229,6 +239,12 @@ def load_engine(
         draft = load_draft(spec, target, dev, dtype, progress, random_weights)
     report(f"weights: {spec.weight_format(dev)}", 0.8)
     weights = apply_weights(spec, target, draft, dev, random_weights)
+    if spec.forward not in FORWARDS:
+        raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} (known: {FORWARDS})")
+    if spec.forward == "lean":
+        for model in (target, draft):
+            if isinstance(model, PreTrainedModel):
+                lean.attach(model)
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
     if not opts.verify_cost and spec.measure_verify:
         report("measuring verification cost", 0.85)

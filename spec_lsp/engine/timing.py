@@ -13,6 +13,8 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from spec_lsp.engine.lean import LeanDecoder, lean_of
+
 
 @torch.inference_mode()
 def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tuple[float, ...]:
@@ -20,6 +22,9 @@ def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tupl
     vocab = int(model.config.get_text_config().vocab_size)
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (1, context + n_max), generator=gen).to(model.device)
+    lean = lean_of(model)
+    if lean is not None:
+        return _lean_costs(lean, ids[0].tolist(), context, n_max, reps)
     cache = DynamicCache(config=model.config)
     # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
     kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -41,5 +46,22 @@ def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tupl
                 torch.cuda.synchronize()
             best = min(best, time.perf_counter() - t)
             cache.crop(-n)  # transformers 5: a negative count drops the last n
+        costs.append(best * 1000)
+    return tuple(costs)
+
+
+def _lean_costs(
+    lean: LeanDecoder, ids: list[int], context: int, n_max: int, reps: int
+) -> tuple[float, ...]:
+    cache = lean.new_cache()
+    lean.forward(ids[:context], cache)
+    costs = []
+    for n in range(1, n_max + 1):
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            lean.forward(ids[context : context + n], cache, keep=n)
+            best = min(best, time.perf_counter() - t)
+            cache.crop(-n)
         costs.append(best * 1000)
     return tuple(costs)

@@ -1,0 +1,283 @@
+"""A lean forward for Llama-family decoders (Llama, SmolLM2, Qwen2): what a keystroke's pass runs.
+
+transformers' forward builds masks, position tensors, cache objects and dispatches ~40 small ops a
+layer; at one to a dozen new tokens over 30 layers of a 135M model that overhead, not the weights,
+sets the cost of a pass once the weights are packed (`quant`). `LeanDecoder` takes the loaded
+model's own modules and weights (no copy of a dense weight) and runs the same mathematics with:
+
+- fused products: q, k and v in one packed product, gate and up in another (codes and scales are
+  concatenated as they are, so the numbers are the layers' own);
+- rotary embedding as one complex multiplication (the q and k rows of each head are permuted once
+  at load so that the pairs rotated together sit side by side; attention scores are unchanged);
+- a KV cache of preallocated per-layer tensors that grows in steps (`LeanCache`; rollback after a
+  rejected draft only moves its length);
+- attention computed one query row at a time over exactly the keys that row sees, for passes of up
+  to `EXACT_ROWS` rows: a verification pass over k + 1 tokens then runs, row for row, the same
+  kernels on the same shapes as k + 1 one-token passes, so its greedy tokens are those of plain
+  decoding by construction, not by luck of rounding.
+
+`LeanDecoder.supports(model)` says whether a loaded model can run here; the engine falls back to
+transformers' forward otherwise. Knows nothing of drafting, documents or presets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from spec_lsp.engine import quant
+
+ARCHITECTURES = ("llama", "qwen2")
+ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
+# Passes of up to this many rows attend row by row (decode and verification); longer ones (a
+# prefill chunk) attend in one masked product: both modes prefill alike.
+EXACT_ROWS = quant.PREFILL_ROWS
+GROW = 256  # the cache grows by this many positions at a time
+LEAN_ATTR = "_spec_lsp_lean"  # where `attach` puts a model's LeanDecoder
+
+
+def attach(model: nn.Module) -> bool:
+    """Gives `model` a `LeanDecoder` (which `cache.ModelState` then runs) when it can have one
+    (`LeanDecoder.supports`, on a CPU); returns whether it did."""
+    device = next(model.parameters()).device
+    if device.type != "cpu" or not LeanDecoder.supports(model):
+        return False
+    object.__setattr__(model, LEAN_ATTR, LeanDecoder(model))
+    return True
+
+
+def lean_of(model: nn.Module) -> LeanDecoder | None:
+    return getattr(model, LEAN_ATTR, None)
+
+
+class LeanCache:
+    """Per-layer K and V [kv_heads, capacity, head_dim] and the number of positions they hold."""
+
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype, device: Any):
+        self.shape = (layers, kv_heads, head_dim)
+        self.dtype, self.device = dtype, device
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.length = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.keys[0].shape[1] if self.keys else 0
+
+    def reserve(self, length: int) -> None:
+        """Makes room for `length` positions (keeps what is held)."""
+        if length <= self.capacity:
+            return
+        layers, kv_heads, head_dim = self.shape
+        cap = -(-length // GROW) * GROW
+        for store in (self.keys, self.values):
+            for i in range(layers):
+                grown = torch.empty(kv_heads, cap, head_dim, dtype=self.dtype, device=self.device)
+                if store and self.length:
+                    grown[:, : self.length] = store[i][:, : self.length]
+                if len(store) > i:
+                    store[i] = grown
+                else:
+                    store.append(grown)
+
+    def crop(self, count: int) -> None:
+        """Drops the last `-count` positions (a negative count, as transformers' `Cache.crop`)."""
+        self.length = max(0, self.length + count) if count < 0 else min(self.length, count)
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
+
+
+def _kernel(layer: nn.Module) -> Any:
+    """x [n, K] -> x W^T [n, N] for a linear layer of any format: the packed kernel itself for a
+    decode-sized pass (no per-call reshapes or casts beyond the kernel's own input dtype)."""
+    if isinstance(layer, quant.Int4Linear):
+        packed, sz, bias = layer.packed, layer.scales_zeros, layer.bias
+
+        def int4(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > quant.PREFILL_ROWS:
+                return layer(x)
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(quant.COMPUTE), packed, 32, sz)
+            return y if bias is None else y + bias
+
+        return int4
+    if isinstance(layer, quant.Int8Linear):
+        codes, scales, bias = layer.codes, layer.scales, layer.bias
+
+        def int8(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > quant.PREFILL_ROWS:
+                return layer(x)
+            y = torch._weight_int8pack_mm(x.to(quant.COMPUTE), codes, scales)
+            return y if bias is None else y + bias
+
+        return int8
+    weight = getattr(layer, "weight", None)
+    if not isinstance(weight, torch.Tensor):  # a `quant.RowConcat`
+        return layer
+    bias = getattr(layer, "bias", None)
+
+    def dense(x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x.to(weight.dtype), weight, None if bias is None else bias.to(weight.dtype))
+
+    return dense
+
+
+def _pair_order(heads: int, head_dim: int) -> torch.Tensor:
+    """Row order that puts each head's rotated pair (j, j + head_dim / 2) side by side."""
+    half = head_dim // 2
+    within = torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).reshape(-1)
+    return (torch.arange(heads)[:, None] * head_dim + within[None, :]).reshape(-1)
+
+
+@dataclass
+class _Layer:
+    norm1: torch.Tensor
+    qkv: Any
+    o: Any
+    norm2: torch.Tensor
+    gate_up: Any
+    down: Any
+
+
+class LeanDecoder:
+    """The forward of a loaded Llama-family causal LM over `LeanCache`s."""
+
+    def __init__(self, model: nn.Module) -> None:
+        if not self.supports(model):
+            raise ValueError("LeanDecoder runs Llama-family decoders only (see supports())")
+        cfg = model.config
+        base = model.model
+        self.model = model
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = cfg.num_key_value_heads or self.heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.hidden = cfg.hidden_size
+        self.eps = float(cfg.rms_norm_eps)
+        self.scale = self.head_dim**-0.5
+        self.dtype = next(model.parameters()).dtype  # the residual stream's dtype
+        self.device = next(model.parameters()).device
+        self.embed = base.embed_tokens.weight
+        rotary = base.rotary_emb
+        self.inv_freq = rotary.inv_freq.detach().float().to(self.device)
+        self.rope_scale = float(getattr(rotary, "attention_scaling", 1.0))
+        self._rope = torch.empty(0, self.head_dim // 2, dtype=torch.complex64, device=self.device)
+        order_q = _pair_order(self.heads, self.head_dim)
+        order_k = _pair_order(self.kv_heads, self.head_dim)
+        self.layers = []
+        for layer in base.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            q = quant.permute_rows(attn.q_proj, order_q)
+            k = quant.permute_rows(attn.k_proj, order_k)
+            qkv = quant.concat_rows([q, k, attn.v_proj])
+            gate_up = quant.concat_rows([mlp.gate_proj, mlp.up_proj])
+            self.layers.append(
+                _Layer(
+                    norm1=layer.input_layernorm.weight,
+                    qkv=_kernel(qkv),
+                    o=_kernel(attn.o_proj),
+                    norm2=layer.post_attention_layernorm.weight,
+                    gate_up=_kernel(gate_up),
+                    down=_kernel(mlp.down_proj),
+                )
+            )
+            # Keep the fused modules alive (their buffers back the kernels' closures).
+            self.__dict__.setdefault("_keep", []).extend([qkv, gate_up])
+        self.final_norm = base.norm.weight
+        self.lm_head = _kernel(model.lm_head)
+        self.vocab = model.lm_head.out_features if hasattr(model.lm_head, "out_features") else None
+
+    @staticmethod
+    def supports(model: nn.Module) -> bool:
+        cfg = getattr(model, "config", None)
+        if cfg is None or getattr(cfg, "model_type", None) not in ARCHITECTURES:
+            return False
+        rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+        if rope.get("rope_type", rope.get("type", "default")) not in ROPE_TYPES:
+            return False
+        if getattr(cfg, "use_sliding_window", False) or getattr(cfg, "hidden_act", "") != "silu":
+            return False
+        base = getattr(model, "model", None)
+        return base is not None and hasattr(base, "rotary_emb") and hasattr(model, "lm_head")
+
+    def new_cache(self) -> LeanCache:
+        return LeanCache(len(self.layers), self.kv_heads, self.head_dim, self.dtype, self.device)
+
+    def _rotation(self, start: int, n: int) -> torch.Tensor:
+        """[n, head_dim / 2] complex: the rotation of positions start .. start + n - 1."""
+        end = start + n
+        if end > self._rope.shape[0]:
+            cap = -(-end // GROW) * GROW
+            pos = torch.arange(cap, dtype=torch.float32, device=self.device)
+            angles = torch.outer(pos, self.inv_freq)
+            self._rope = torch.polar(torch.full_like(angles, self.rope_scale), angles)
+        return self._rope[start:end]
+
+    @torch.inference_mode()
+    def forward(
+        self, ids: list[int], cache: LeanCache, keep: int = 1, all_hidden: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Runs `ids` after the `cache.length` cached positions and appends them to the cache.
+
+        Returns the logits of the last `keep` positions [keep, V] (float32), their final normed
+        hidden states [keep, H], and with `all_hidden` those of every fed position [n, H]."""
+        n, start = len(ids), cache.length
+        cache.reserve(start + n)
+        h = self.embed[torch.tensor(ids, device=self.device)].to(self.dtype)
+        rot = self._rotation(start, n)[:, None, :]  # broadcast over heads
+        qk_heads = self.heads + self.kv_heads
+        q_width = self.heads * self.head_dim
+        for i, layer in enumerate(self.layers):
+            x = F.rms_norm(h, (self.hidden,), layer.norm1, self.eps)
+            qkv = layer.qkv(x)
+            qk = qkv[:, : qk_heads * self.head_dim].to(self.dtype).view(n, qk_heads, -1, 2)
+            qk = torch.view_as_real(torch.view_as_complex(qk) * rot).view(n, qk_heads, -1)
+            keys, values = cache.keys[i], cache.values[i]
+            keys[:, start : start + n] = qk[:, self.heads :].transpose(0, 1)
+            values[:, start : start + n] = (
+                qkv[:, qk_heads * self.head_dim :].view(n, self.kv_heads, -1).transpose(0, 1)
+            )
+            attn = self._attend(qk[:, : self.heads], keys, values, start, n)
+            h = h + layer.o(attn.reshape(n, q_width)).to(self.dtype)
+            x = F.rms_norm(h, (self.hidden,), layer.norm2, self.eps)
+            gu = layer.gate_up(x).to(self.dtype)
+            half = gu.shape[1] // 2
+            h = h + layer.down(F.silu(gu[:, :half]) * gu[:, half:]).to(self.dtype)
+        cache.length = start + n
+        normed = F.rms_norm(h, (self.hidden,), self.final_norm, self.eps)
+        last = normed[-keep:]
+        logits = self.lm_head(last).float()
+        return logits, last, normed if all_hidden else None
+
+    def _attend(
+        self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, start: int, n: int
+    ) -> torch.Tensor:
+        """q [n, heads, D] against cached positions 0 .. start + n - 1; returns [n, heads, D]."""
+        group = self.heads // self.kv_heads
+        # [kv_heads, group * rows, D]: the query heads that share a KV head, stacked.
+        qg = q.view(n, self.kv_heads, group, -1).permute(1, 2, 0, 3)
+        if n <= EXACT_ROWS:
+            rows = []
+            for r in range(n):
+                length = start + r + 1
+                qr = qg[:, :, r]  # [kv_heads, group, D]
+                scores = torch.bmm(qr, keys[:, :length].transpose(1, 2)) * self.scale
+                rows.append(torch.bmm(scores.softmax(-1), values[:, :length]))
+            out = torch.stack(rows, dim=2) if n > 1 else rows[0][:, :, None]
+        else:
+            length = start + n
+            qf = qg.reshape(self.kv_heads, group * n, -1)
+            scores = torch.bmm(qf, keys[:, :length].transpose(1, 2)) * self.scale
+            pos = torch.arange(length, device=q.device)
+            query_pos = (start + torch.arange(n, device=q.device)).repeat(group)
+            scores = scores.masked_fill(pos[None, :] > query_pos[:, None], float("-inf"))
+            out = torch.bmm(scores.softmax(-1), values[:, :length]).view(
+                self.kv_heads, group, n, -1
+            )
+        return out.permute(2, 0, 1, 3)  # [n, kv_heads, group, D] == [n, heads, D]
