@@ -55,7 +55,8 @@ def lean_of(model: nn.Module) -> LeanDecoder | None:
 
 
 class LeanCache:
-    """Per-layer K and V [kv_heads, capacity, head_dim] and the number of positions they hold."""
+    """Per-layer K [kv_heads, head_dim, capacity] (laid out for the score product) and V
+    [kv_heads, capacity, head_dim], and the number of positions they hold."""
 
     def __init__(self, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype, device: Any):
         self.shape = (layers, kv_heads, head_dim)
@@ -66,7 +67,7 @@ class LeanCache:
 
     @property
     def capacity(self) -> int:
-        return self.keys[0].shape[1] if self.keys else 0
+        return self.values[0].shape[1] if self.values else 0
 
     def reserve(self, length: int) -> None:
         """Makes room for `length` positions (keeps what is held)."""
@@ -74,12 +75,15 @@ class LeanCache:
             return
         layers, kv_heads, head_dim = self.shape
         cap = -(-length // GROW) * GROW
-        for store in (self.keys, self.values):
+        new = {"k": (kv_heads, head_dim, cap), "v": (kv_heads, cap, head_dim)}
+        for kind, store in (("k", self.keys), ("v", self.values)):
             for i in range(layers):
-                grown = torch.empty(kv_heads, cap, head_dim, dtype=self.dtype, device=self.device)
-                if store and self.length:
-                    grown[:, : self.length] = store[i][:, : self.length]
+                grown = torch.empty(new[kind], dtype=self.dtype, device=self.device)
                 if len(store) > i:
+                    if self.length and kind == "k":
+                        grown[:, :, : self.length] = store[i][:, :, : self.length]
+                    elif self.length:
+                        grown[:, : self.length] = store[i][:, : self.length]
                     store[i] = grown
                 else:
                     store.append(grown)
@@ -210,13 +214,21 @@ class LeanDecoder:
         return LeanCache(len(self.layers), self.kv_heads, self.head_dim, self.dtype, self.device)
 
     def _rotation(self, start: int, n: int) -> torch.Tensor:
-        """[n, head_dim / 2] complex: the rotation of positions start .. start + n - 1."""
+        """[n, heads + kv_heads, head_dim / 2] complex: the rotation of positions start ..
+        start + n - 1 for each q head (with the attention scale folded in) and each k head."""
         end = start + n
         if end > self._rope.shape[0]:
             cap = -(-end // GROW) * GROW
             pos = torch.arange(cap, dtype=torch.float32, device=self.device)
             angles = torch.outer(pos, self.inv_freq)
-            self._rope = torch.polar(torch.full_like(angles, self.rope_scale), angles)
+            rot = torch.polar(torch.full_like(angles, self.rope_scale), angles)
+            self._rope = torch.cat(
+                [
+                    (rot * self.scale)[:, None].expand(-1, self.heads, -1),
+                    rot[:, None].expand(-1, self.kv_heads, -1),
+                ],
+                dim=1,
+            ).contiguous()
         return self._rope[start:end]
 
     @torch.inference_mode()
@@ -230,25 +242,23 @@ class LeanDecoder:
         n, start = len(ids), cache.length
         cache.reserve(start + n)
         h = self.embed[torch.tensor(ids, device=self.device)].to(self.dtype)
-        rot = self._rotation(start, n)[:, None, :]  # broadcast over heads
-        qk_heads = self.heads + self.kv_heads
-        q_width = self.heads * self.head_dim
+        rot = self._rotation(start, n)
+        heads, qk_heads = self.heads, self.heads + self.kv_heads
+        qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim
         for i, layer in enumerate(self.layers):
-            x = F.rms_norm(h, (self.hidden,), layer.norm1, self.eps)
-            qkv = layer.qkv(x)
-            qk = qkv[:, : qk_heads * self.head_dim].to(self.dtype).view(n, qk_heads, -1, 2)
-            qk = torch.view_as_real(torch.view_as_complex(qk) * rot).view(n, qk_heads, -1)
-            keys, values = cache.keys[i], cache.values[i]
-            keys[:, start : start + n] = qk[:, self.heads :].transpose(0, 1)
+            qkv = layer.qkv(F.rms_norm(h, (self.hidden,), layer.norm1, self.eps))
+            qk = torch.view_as_complex(qkv[:, :qk_width].to(self.dtype).view(n, qk_heads, -1, 2))
+            qk = torch.view_as_real(qk * rot).view(n, qk_heads, -1)
+            keys, values = cache.keys[i], cache.values[i]  # [kv, D, cap] and [kv, cap, D]
+            keys[:, :, start : start + n] = qk[:, heads:].permute(1, 2, 0)
             values[:, start : start + n] = (
-                qkv[:, qk_heads * self.head_dim :].view(n, self.kv_heads, -1).transpose(0, 1)
+                qkv[:, qk_width:].view(n, self.kv_heads, -1).transpose(0, 1)
             )
-            attn = self._attend(qk[:, : self.heads], keys, values, start, n)
-            h = h + layer.o(attn.reshape(n, q_width)).to(self.dtype)
-            x = F.rms_norm(h, (self.hidden,), layer.norm2, self.eps)
-            gu = layer.gate_up(x).to(self.dtype)
+            attn = self._attend(qk[:, :heads], keys, values, start, n)
+            h = torch.add(h, layer.o(attn.reshape(n, q_width)))
+            gu = layer.gate_up(F.rms_norm(h, (self.hidden,), layer.norm2, self.eps)).to(self.dtype)
             half = gu.shape[1] // 2
-            h = h + layer.down(F.silu(gu[:, :half]) * gu[:, half:]).to(self.dtype)
+            h = torch.add(h, layer.down(F.silu(gu[:, :half]) * gu[:, half:]))
         cache.length = start + n
         normed = F.rms_norm(h, (self.hidden,), self.final_norm, self.eps)
         last = normed[-keep:]
@@ -258,22 +268,25 @@ class LeanDecoder:
     def _attend(
         self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, start: int, n: int
     ) -> torch.Tensor:
-        """q [n, heads, D] against cached positions 0 .. start + n - 1; returns [n, heads, D]."""
+        """q [n, heads, D] (scaled) against cached positions 0 .. start + n - 1: [n, heads, D]."""
         group = self.heads // self.kv_heads
-        # [kv_heads, group * rows, D]: the query heads that share a KV head, stacked.
+        if n == 1:  # one-token decoding
+            qr = q.view(self.kv_heads, group, -1)
+            scores = torch.bmm(qr, keys[:, :, : start + 1]).softmax(-1)
+            return torch.bmm(scores, values[:, : start + 1])
+        # [kv_heads, group, rows, D]: the query heads that share a KV head, stacked.
         qg = q.view(n, self.kv_heads, group, -1).permute(1, 2, 0, 3)
         if n <= EXACT_ROWS:
+            # Row r sees exactly the keys one-token decoding would: the same kernels, same shapes.
             rows = []
             for r in range(n):
                 length = start + r + 1
-                qr = qg[:, :, r]  # [kv_heads, group, D]
-                scores = torch.bmm(qr, keys[:, :length].transpose(1, 2)) * self.scale
-                rows.append(torch.bmm(scores.softmax(-1), values[:, :length]))
-            out = torch.stack(rows, dim=2) if n > 1 else rows[0][:, :, None]
+                scores = torch.bmm(qg[:, :, r], keys[:, :, :length]).softmax(-1)
+                rows.append(torch.bmm(scores, values[:, :length]))
+            out = torch.stack(rows, dim=2)
         else:
             length = start + n
-            qf = qg.reshape(self.kv_heads, group * n, -1)
-            scores = torch.bmm(qf, keys[:, :length].transpose(1, 2)) * self.scale
+            scores = torch.bmm(qg.reshape(self.kv_heads, group * n, -1), keys[:, :, :length])
             pos = torch.arange(length, device=q.device)
             query_pos = (start + torch.arange(n, device=q.device)).repeat(group)
             scores = scores.masked_fill(pos[None, :] > query_pos[:, None], float("-inf"))
