@@ -15,6 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from spec_lsp.completion.feedback import Suggestion
+from spec_lsp.completion.live import GenerationFailed
 from spec_lsp.completion.prefetch import Ahead, after_accept
 from spec_lsp.completion.reuse import Anchor
 from spec_lsp.completion.syntax_port import Cut
@@ -71,7 +72,10 @@ async def alternatives(
             break
         anchor = Anchor(prefix, suffix)
         live = s.live.start(doc.uri, prompt.text, cut, anchor, s.options, first_rank=rank)
-        result = await s.live.wait(live.job)
+        try:
+            result = await s.live.wait(live.job)
+        except GenerationFailed:  # the first suggestion stands; alternatives end here
+            break
         if result is None or doc.version != version:
             break
         s.live.settle(live, result)

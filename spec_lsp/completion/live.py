@@ -21,6 +21,10 @@ from spec_lsp.stats import ServerStats
 from spec_lsp.worker import InferenceWorker, Job
 
 
+class GenerationFailed(Exception):
+    """An exception inside the engine's generation; the request that waited answers an error."""
+
+
 @dataclass
 class Live:
     """A document's generation, and what is needed to settle its text."""
@@ -119,8 +123,10 @@ class Generations:
         return sum(1 for j in jobs if j.started), sum(1 for j in jobs if j.streamed)
 
     async def wait(self, job: Job, owner: bool = True) -> GenerationResult | None:
-        """The job's result (None if cancelled or failed). Cancelling a waiter cancels the job
-        once no one else waits for it."""
+        """The job's result (None if cancelled, or a remote engine's failure, which the status
+        reports). An exception inside generation raises `GenerationFailed`: that request answers
+        with an error, the next one runs afresh. Cancelling a waiter cancels the job once no one
+        else waits for it."""
         if not owner:
             job.waiters += 1
         try:
@@ -131,8 +137,8 @@ class Generations:
                 job.cancel()
             self.stats.cancelled += 1
             raise
-        except Exception:
-            return None
+        except Exception as exc:
+            raise GenerationFailed(f"generation failed: {type(exc).__name__}: {exc}") from exc
         if result.stats.stop_reason == "error":  # a remote engine failed: empty, never cached
             return None
         if result.cancelled:

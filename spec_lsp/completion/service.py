@@ -21,7 +21,7 @@ from collections.abc import Callable
 from spec_lsp.completion.anticipate import alternatives, prefetch_after
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
-from spec_lsp.completion.live import Generations, Live
+from spec_lsp.completion.live import GenerationFailed, Generations, Live
 from spec_lsp.completion.neighbours import Neighbours, render
 from spec_lsp.completion.prefetch import Prefetch
 from spec_lsp.completion.reuse import Anchor, CacheKey, Reuse
@@ -240,7 +240,10 @@ class CompletionService:
         streamed = None if live is None else live.streamed
         if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
             return None
-        result = await self.live.wait(live.job, owner=False)
+        try:
+            result = await self.live.wait(live.job, owner=False)
+        except GenerationFailed:  # an earlier request's generation: it answered the error
+            return None
         if result is None:
             return None
         self._settle(live, result)
@@ -294,7 +297,10 @@ class CompletionService:
         live = self.prefetch.pending(uri, key)
         if live is None:
             return None
-        result = await self.live.wait(live.job, owner=False)
+        try:
+            result = await self.live.wait(live.job, owner=False)
+        except GenerationFailed:  # a prefetch's failure is not this request's: it runs its own
+            return None
         if result is None:
             return None
         self.live.settle(live, result)
