@@ -55,12 +55,23 @@ class ModeResult:
 
 
 class ForwardCounter:
+    """Forward passes of a model: transformers' forwards (a hook) and the engine's lean ones."""
+
     def __init__(self, model: torch.nn.Module) -> None:
-        self.count = 0
+        from spec_lsp.engine.lean import lean_of
+
+        self._hooked = 0
+        self._lean = lean_of(model)
+        self._lean_start = self._lean.passes if self._lean is not None else 0
         self._handle = model.register_forward_hook(self._hook)
 
+    @property
+    def count(self) -> int:
+        lean = self._lean.passes - self._lean_start if self._lean is not None else 0
+        return self._hooked + lean
+
     def _hook(self, *_: object) -> None:
-        self.count += 1
+        self._hooked += 1
 
     def close(self) -> None:
         self._handle.remove()

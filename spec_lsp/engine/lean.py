@@ -159,6 +159,7 @@ class LeanDecoder:
         cfg = model.config
         base = model.model
         self.model = model
+        self.passes = 0  # forwards run (what a bench counts)
         self.heads = cfg.num_attention_heads
         self.kv_heads = cfg.num_key_value_heads or self.heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
@@ -240,6 +241,7 @@ class LeanDecoder:
         Returns the logits of the last `keep` positions [keep, V] (float32), their final normed
         hidden states [keep, H], and with `all_hidden` those of every fed position [n, H]."""
         n, start = len(ids), cache.length
+        self.passes += 1
         cache.reserve(start + n)
         h = self.embed[torch.tensor(ids, device=self.device)].to(self.dtype)
         rot = self._rotation(start, n)
