@@ -65,7 +65,8 @@ class Prefetch:
         task.add_done_callback(lambda t: self._done(uri, t))
 
     async def run(self, ahead: Ahead) -> str | None:
-        """Waits for a prefetch's generation; its settled text, None if it was cancelled."""
+        """Waits for a prefetch's generation; its settled text, None if it was cancelled or the
+        remote engine failed (the same position is then asked again, not answered empty)."""
         self._ahead[ahead.uri] = ahead
         try:
             result = await asyncio.shield(ahead.live.job.future)
@@ -79,6 +80,8 @@ class Prefetch:
                 del self._ahead[ahead.uri]
         if result.cancelled:
             self.stats.prefetch_cancelled += 1
+            return None
+        if result.stats.stop_reason == "error":  # a remote engine failed: no answer to cache
             return None
         self.live.settle(ahead.live, result)
         self.stats.prefetched += 1

@@ -126,6 +126,9 @@ class CompletionService:
     def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
         out = self.stats.to_wire(model)
         out["running"], out["streaming"] = self.live.counts()
+        engine_stats = getattr(self.worker.backend, "engine_stats", None)
+        if engine_stats is not None and (figures := engine_stats()) is not None:
+            out["engineMetrics"] = figures  # a remote engine's /metrics counters
         out["documents"] = len(self.docs)
         return out
 
@@ -319,14 +322,19 @@ class CompletionService:
         """The prompt at (row, col) of `lines` (the document's, or as they would be), with the
         other files' chunks first."""
         assert self._prompts is not None
-        files = render(
-            self._prompts.template.family,
-            doc.language_id,
-            self.neighbours.chunks(doc.uri, "\n".join(lines)),
-            doc.uri,
-            self._prompts.budget.prefix_chars // 3,
-        )
+        chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
+        family, limit = self._prompts.template.family, self._prompts.budget.prefix_chars // 3
+        files = render(family, doc.language_id, chunks, doc.uri, limit)
+        self._tell_other_files(doc.uri, files, chunks)
         return self._prompts.build(doc.uri, lines, row, col, context, remember, files)
+
+    def _tell_other_files(self, uri: str, files: str, chunks: list[tuple[str, str]]) -> None:
+        """Other files' text for a backend that sends their chunks apart (llama-server's
+        `input_extra`), told in the worker thread before the generation; not the local engine."""
+        other_files = getattr(self.worker.backend, "other_files", None)
+        if other_files is not None:
+            kept = tuple(c for c in chunks if f"{c[0]}\n{c[1]}\n" in files)  # those render kept
+            self.worker.call(lambda _: other_files(uri, files, kept))
 
     def _settle(self, live: Live, result: GenerationResult) -> str:
         """The generation's suggestion; the first time, it becomes the document's last one."""

@@ -2,10 +2,16 @@
 
 Prefix-only presets (fim = "none") stream from `/completion` with the prompt as built; FIM presets
 stream from `/infill`: the prompt builder's FIM prompt is split back into `input_prefix` and
-`input_suffix` (the server applies the model's own FIM tokens; other files' chunks already lead
-the prefix, so `input_extra` stays empty). Greedy sampling (`top_k` 1) unless a temperature is
-asked; `cache_prompt` keeps the slot's KV for the next keystroke; `timings_per_token` makes every
-chunk carry the engine's figures, so a stream closed early still reports them.
+`input_suffix` (the server applies the model's own FIM tokens). Other files' chunks, which the
+prompt builder renders ahead of the FIM prompt, go as `input_extra` instead (the server renders
+them in the model's repository format): the completion service tells the backend, per document,
+the rendered head and the chunks in it (`other_files`, run in the worker thread before the
+generation), and a prompt that starts with that head is sent without it. The ring changes only on
+a pause and keeps its order, so `input_extra` is byte-identical from keystroke to keystroke and the
+slot's prompt cache holds. With `slots` in the preset, each document has its own `id_slot`
+(`slots.py`). Greedy sampling (`top_k` 1) unless a temperature is asked; `cache_prompt` keeps the
+slot's KV for the next keystroke; `timings_per_token` makes every chunk carry the engine's figures,
+so a stream closed early still reports them.
 
 count_tokens asks the server's `/tokenize` (one short request), and falls back to the chars/4
 estimate when it cannot.
@@ -21,6 +27,8 @@ import httpx
 
 from spec_lsp.engine.api import GenerationRequest, GenerationStats
 from spec_lsp.prompt import template_for
+from spec_lsp.remote.slots import OFF, Slots
+from spec_lsp.remote.spec import RemoteSpec
 from spec_lsp.remote.stream import Chunk, RemoteBackend
 
 STOP_TYPES = {"limit": "max_tokens", "eos": "eos", "word": "stop_string"}
@@ -45,8 +53,28 @@ def split_fim(prompt: str, family: str) -> tuple[str, str] | None:
     return None if match is None else (match["prefix"], match["suffix"])
 
 
+Files = tuple[tuple[str, str], ...]  # (file name, text) of other files' chunks, in ring order
+
+
 class LlamaServerBackend(RemoteBackend):
     label = "llama-server"
+
+    def __init__(self, spec: RemoteSpec) -> None:
+        super().__init__(spec)
+        self.slots = Slots(spec.slots)
+        self._files: dict[str, tuple[str, Files]] = {}  # doc id -> (rendered head, its chunks)
+
+    def other_files(self, doc_id: str, head: str, chunks: Files) -> None:
+        """The other files' text `head` that leads the document's next prompts, and the chunks
+        rendered in it (sent as `input_extra` in its place)."""
+        if head:
+            self._files[doc_id] = (head, chunks)
+        else:
+            self._files.pop(doc_id, None)
+
+    def forget(self, doc_id: str) -> None:
+        self.slots.forget(doc_id)
+        self._files.pop(doc_id, None)
 
     def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {
@@ -62,14 +90,22 @@ class LlamaServerBackend(RemoteBackend):
                 body["seed"] = request.seed
         else:
             body.update(temperature=0.0, top_k=1, samplers=["top_k"])
-        fim = split_fim(request.prompt, self.spec.fim) if self.spec.fim != "none" else None
+        if (slot := self.slots.slot(request.doc_id)) != OFF:
+            body["id_slot"] = slot
+        head, chunks = self._files.get(request.doc_id or "", ("", ()))
+        prompt = request.prompt
+        if head and prompt.startswith(head):
+            prompt = prompt[len(head) :]
+        else:
+            chunks = ()
+        fim = split_fim(prompt, self.spec.fim) if self.spec.fim != "none" else None
         if fim is None:
             return "/completion", {"prompt": request.prompt, **body}
         prefix, suffix = fim
         return "/infill", {
+            "input_extra": [{"filename": name, "text": text} for name, text in chunks],
             "input_prefix": prefix,
             "input_suffix": suffix,
-            "input_extra": [],
             **body,
         }
 

@@ -9,6 +9,10 @@
     read_timeout_s = 10.0            # longest wait for the next streamed chunk
     verify_tls = true
     tokenizer = "Qwen/Qwen2.5-Coder-7B"  # optional: a local tokenizer for count_tokens
+    slots = 4                        # llama-server: a stable id_slot per document (<= its -np);
+                                     # 0, the default: any idle slot
+    metrics_interval_s = 5.0         # poll /metrics for speculative counters at most this often
+                                     # (after a generation, never on a keystroke); 0: never
 
 The key's value is read only when a request is sent; it is never part of this object's repr,
 of a log line or of stats.
@@ -38,6 +42,8 @@ class RemoteSpec:
     verify_tls: bool = True
     tokenizer: str | None = None
     fim: str = "none"  # the preset's FIM family (llama-server: /infill unless "none")
+    slots: int = 0  # llama-server: documents spread over this many id_slots (0: any idle slot)
+    metrics_interval_s: float = 5.0  # the least time between two /metrics polls (0: never)
 
     @property
     def base_url(self) -> str:
@@ -74,9 +80,17 @@ def parse_backend(preset: str, table: object, fim: str = "none") -> RemoteSpec |
             verify_tls=bool(table.get("verify_tls", True)),
             tokenizer=_optional_str(table.get("tokenizer")),
             fim=fim,
+            slots=_count(table.get("slots", 0), "slots"),
+            metrics_interval_s=float(table.get("metrics_interval_s", 5.0)),
         )
     except (TypeError, ValueError) as exc:
         raise RemoteSpecError(f"preset {preset!r}: [backend]: {exc}") from exc
+
+
+def _count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a whole number >= 0")
+    return value
 
 
 def _optional_str(value: object) -> str | None:

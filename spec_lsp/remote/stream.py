@@ -24,6 +24,7 @@ import httpx
 
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 from spec_lsp.remote.health import Health
+from spec_lsp.remote.metrics import MetricsPoller
 from spec_lsp.remote.spec import RemoteSpec
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class RemoteBackend:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
         self.requests = 0
+        self.metrics = MetricsPoller(self._fetch_metrics, spec.metrics_interval_s)
 
     # -- what subclasses say ------------------------------------------------------------------
     def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
@@ -98,6 +100,7 @@ class RemoteBackend:
         stats.total_ms = (time.perf_counter() - start) * 1000
         if stats.total_ms > 0 and stats.generated_tokens:
             stats.tokens_per_s = stats.generated_tokens / (stats.total_ms / 1000)
+        self.metrics.poke()  # after the answer: the engine's counters, read in another thread
         return GenerationResult(text, stats=stats)
 
     def count_tokens(self, text: str) -> int:
@@ -109,7 +112,13 @@ class RemoteBackend:
     def status(self) -> dict[str, object]:
         return self.health.status()
 
+    def engine_stats(self) -> dict[str, object] | None:
+        """The engine's drafted/accepted counters from `/metrics` (None until read, or when the
+        engine exposes none); for `spec-lsp/stats`."""
+        return self.metrics.figures
+
     def close(self) -> None:
+        self.metrics.stop()
         if self._loop is not None:
             if self._client is not None:
                 self._loop.run_until_complete(self._client.aclose())
@@ -127,6 +136,15 @@ class RemoteBackend:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop
+
+    def _fetch_metrics(self) -> httpx.Response:
+        s = self.spec
+        return httpx.get(
+            f"{s.base_url}/metrics",
+            headers=s.headers(),
+            timeout=s.connect_timeout_s,
+            verify=s.verify_tls,
+        )
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:

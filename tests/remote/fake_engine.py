@@ -3,6 +3,8 @@
 `mode` picks the behaviour of the next requests: "ok", "5xx", "malformed" (a bad chunk after
 two good ones), "reset" (the connection dropped mid-stream), "slow" (no chunk for a long time).
 Each request's body is kept, and `closed` counts streams the client closed before their end.
+`GET /metrics` answers `metrics` (Prometheus text), or 501 as llama-server without `--metrics`
+when it is None.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ class FakeEngine:
         self.paths: list[str] = []
         self.closed = 0
         self.sent: list[int] = []  # chunks written per request
+        self.metrics: str | None = None
+        self.metrics_gets = 0
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -43,9 +47,21 @@ class FakeEngine:
                     return
                 engine.serve(self)
 
-            def _json(self, obj: object) -> None:
-                data = json.dumps(obj).encode()
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path != "/metrics" or engine.metrics is None:
+                    self._json({"error": {"code": 501, "message": "no metrics"}}, 501)
+                    return
+                engine.metrics_gets += 1
+                data = engine.metrics.encode()
                 self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _json(self, obj: object, status: int = 200) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -1,0 +1,122 @@
+"""The engine's own speculative-decoding counters, read from its Prometheus `/metrics` page.
+
+vLLM (`vllm:spec_decode_num_draft_tokens_total`, `..._num_accepted_tokens_total`,
+`..._num_drafts_total`) and llama-server started with `--metrics` (the same names under
+`llamacpp:`) count drafted and accepted tokens for the whole engine since it started: every user's
+requests, not only this editor's. vLLM's stream does not carry them per request, so this is the
+only place they are seen. `MetricsPoller` reads the page off the keystroke path: a generation's end
+pokes it, and a thread of its own polls at most once every `interval_s`. A missing or disabled
+endpoint (404, llama-server's 501 without `--metrics`) leaves the figures absent; a failed poll
+keeps the last ones.
+
+The page is Prometheus' text format; only lines `name{labels} value` are read (series of one name
+with different labels, e.g. vLLM's per-engine ones, are summed), which is all these counters need.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import httpx
+
+COUNTERS = {  # wire name -> the counter's name after its "vllm:" or "llamacpp:" namespace
+    "draftTokens": "spec_decode_num_draft_tokens_total",
+    "acceptedTokens": "spec_decode_num_accepted_tokens_total",
+    "drafts": "spec_decode_num_drafts_total",
+}
+NAMESPACES = ("vllm", "llamacpp")
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Sample values by metric name (labels dropped, their series summed); comments skipped."""
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name_end = line.find("{")
+        if name_end < 0:
+            name, _, rest = line.partition(" ")
+        else:
+            name, rest = line[:name_end], line[line.rfind("}") + 1 :]
+        fields = rest.split()
+        if not fields:
+            continue
+        try:
+            value = float(fields[0])
+        except ValueError:
+            continue
+        values[name] = values.get(name, 0.0) + value
+    return values
+
+
+def spec_figures(values: dict[str, float]) -> dict[str, object] | None:
+    """The speculative counters for `spec-lsp/stats` (None when the engine exposes none)."""
+    for namespace in NAMESPACES:
+        found = {key: values.get(f"{namespace}:{name}") for key, name in COUNTERS.items()}
+        if found["draftTokens"] is None:
+            continue
+        drafted = int(found["draftTokens"] or 0)
+        accepted = int(found["acceptedTokens"] or 0)
+        return {
+            "source": namespace,
+            "draftTokens": drafted,
+            "acceptedTokens": accepted,
+            "drafts": None if found["drafts"] is None else int(found["drafts"]),
+            "acceptance": accepted / drafted if drafted else None,
+        }
+    return None
+
+
+class MetricsPoller:
+    """Polls `/metrics` in its own thread when poked, at most once every `interval_s`."""
+
+    def __init__(
+        self,
+        fetch: Callable[[], httpx.Response],
+        interval_s: float = 5.0,
+    ) -> None:
+        self._fetch = fetch
+        self.interval_s = interval_s
+        self._due = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.figures: dict[str, object] | None = None  # replaced whole: safe to read anywhere
+        self.polls = 0
+
+    def poke(self) -> None:
+        """Asks for a poll (cheap: sets an event); the first poke starts the thread."""
+        if self.interval_s <= 0 or self._stopped.is_set():
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="spec-lsp-remote-metrics", daemon=True
+            )
+            self._thread.start()
+        self._due.set()
+
+    def poll(self) -> None:
+        """One read of the page; the figures become None when the endpoint is missing."""
+        self.polls += 1
+        try:
+            response = self._fetch()
+        except httpx.HTTPError:
+            return  # the engine is unreachable: generation's health says so; keep the last
+        if response.status_code != 200:
+            self.figures = None
+            return
+        self.figures = spec_figures(parse_prometheus(response.text))
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._due.set()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            self._due.wait()
+            if self._stopped.is_set():
+                return
+            self._due.clear()
+            self.poll()
+            self._stopped.wait(self.interval_s)  # at most one poll per interval

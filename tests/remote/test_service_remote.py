@@ -1,0 +1,149 @@
+"""The completion service on a remote llama-server (a fake one, in the real worker thread): other
+files' chunks go as `input_extra` in a stable order, a failed prefetch leaves nothing cached, and
+the engine's /metrics counters reach `spec-lsp/stats`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from spec_lsp.completion import CompletionService
+from spec_lsp.completion.syntax_port import SyntaxPort
+from spec_lsp.config import Options
+from spec_lsp.remote import RemoteSpec, connect
+from spec_lsp.worker import InferenceWorker, ModelInfo
+from tests.remote.fake_engine import FakeEngine
+from tests.remote.test_slots_metrics import LLAMA_PAGE
+
+pytestmark = pytest.mark.timeout(60)
+
+SHAPES = "file:///w/shapes.py"
+NOTES = "file:///w/notes.py"
+MAIN = "file:///w/main.py"
+SHAPES_TEXT = (
+    "class Rectangle:\n    def __init__(self, width, height):\n"
+    "        self.width = width\n        self.height = height\n"
+)
+NOTES_TEXT = "# notes: every shape has an area_of_ function, in square metres\n"
+MAIN_TEXT = "from shapes import Rectangle\n\nr = Rectangle(2, 3)\nprint("
+
+
+class KeepAll:
+    mode = "multi"
+
+    def stop(self, text: str) -> int | None:
+        return None
+
+    def trim(self, text: str) -> str | None:
+        return text
+
+
+class PlainSyntax(SyntaxPort):
+    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> KeepAll:  # type: ignore[override]
+        return KeepAll()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeEngine]:
+    engine = FakeEngine(["r.width", " * r.height"], delay_s=0.001)
+    yield engine
+    engine.stop()
+
+
+async def service_on(
+    fake: FakeEngine, fim: str = "qwen", prefetch: bool = False
+) -> CompletionService:
+    spec = RemoteSpec(kind="llama-server", url=fake.url, fim=fim, read_timeout_s=2.0)
+    worker = InferenceWorker(asyncio.get_running_loop())
+    info = ModelInfo(preset="remote", device="remote", fim=fim, context_tokens=2048)
+    worker.backend, worker.state, worker.info = connect(spec), "ready", info
+    service = CompletionService(worker, Options(max_tokens=32, prefetch=prefetch), PlainSyntax())
+    service.model_ready()
+    return service
+
+
+def end(service: CompletionService, uri: str) -> tuple[int, int]:
+    doc = service.docs.get(uri)
+    assert doc is not None
+    return len(doc.lines) - 1, len(doc.lines[-1])
+
+
+async def keystroke(service: CompletionService, version: int, ch: str) -> str:
+    row, col = end(service, MAIN)
+    service.did_change(MAIN, version, [((row, col, row, col), ch)], "utf-16")
+    suggestion = await service.complete(MAIN, row, col + 1, "utf-16")
+    return "" if suggestion is None else suggestion.text
+
+
+async def test_other_files_go_as_input_extra_in_a_stable_order(fake: FakeEngine) -> None:
+    service = await service_on(fake)
+    service.did_open(SHAPES, "python", 1, SHAPES_TEXT)
+    service.did_open(MAIN, "python", 1, MAIN_TEXT)
+    await service.complete(MAIN, *end(service, MAIN), "utf-16")  # the first request: a pause
+    assert fake.paths[-1] == "/infill"
+    first = fake.bodies[-1]
+    assert first["input_extra"] == [{"filename": "shapes.py", "text": SHAPES_TEXT}]
+    assert first["input_prefix"] == MAIN_TEXT  # the chunks are not in the prefix as well
+    assert "<|file_sep|>" not in first["input_prefix"] + first["input_suffix"]
+    service.did_open(NOTES, "python", 1, NOTES_TEXT)
+    typed = ""
+    for version, ch in enumerate("abc", start=2):  # typing: input_extra is byte-identical
+        await keystroke(service, version, ch)
+        typed += ch
+        assert fake.bodies[-1]["input_extra"] == first["input_extra"]
+        assert fake.bodies[-1]["input_prefix"] == MAIN_TEXT + typed
+    service.arrivals._last_at[MAIN] -= 5  # noqa: SLF001  a pause of five seconds
+    await keystroke(service, 5, "d")
+    names = [chunk["filename"] for chunk in fake.bodies[-1]["input_extra"]]
+    assert names == ["shapes.py", "notes.py"]  # the new one last: the older ones' prefix holds
+
+
+async def test_a_prefix_only_preset_sends_the_prompt_whole_to_completion(fake: FakeEngine) -> None:
+    service = await service_on(fake, fim="none")
+    service.did_open(SHAPES, "python", 1, SHAPES_TEXT)
+    service.did_open(MAIN, "python", 1, MAIN_TEXT)
+    await service.complete(MAIN, *end(service, MAIN), "utf-16")
+    assert fake.paths[-1] == "/completion"
+    assert fake.bodies[-1]["prompt"].startswith("# shapes.py\nclass Rectangle:")
+
+
+async def test_a_prefetch_the_engine_fails_is_neither_cached_nor_counted(fake: FakeEngine) -> None:
+    service = await service_on(fake, prefetch=True)
+    service.did_open(MAIN, "python", 1, MAIN_TEXT)
+    first = await service.complete(MAIN, *end(service, MAIN), "utf-16")
+    assert first is not None and first.text == "r.width * r.height"
+    fake.mode = "5xx"  # before the prefetch (scheduled, not yet run) reaches the engine
+    deadline = time.monotonic() + 10
+    while (service.prefetch.busy(MAIN) or len(fake.bodies) < 2) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert len(fake.bodies) == 2 and not service.prefetch.busy(MAIN)
+    assert service.stats.prefetched == 0
+    fake.mode = "ok"
+    await asyncio.sleep(0.6)  # the back-off after one failure (0.5 s)
+    service.arrivals._last_at[MAIN] -= 5  # noqa: SLF001
+    after = await keystroke(service, 2, first.text)  # the accept
+    assert after == "r.width * r.height"  # asked again, not the failed prefetch's empty answer
+    assert len(fake.bodies) == 3 and service.stats.prefetch_hits == 0
+
+
+async def test_the_engines_metrics_counters_reach_the_stats(fake: FakeEngine) -> None:
+    fake.metrics = LLAMA_PAGE
+    service = await service_on(fake)
+    assert "engineMetrics" not in service.stats_wire({})
+    service.did_open(MAIN, "python", 1, MAIN_TEXT)
+    await service.complete(MAIN, *end(service, MAIN), "utf-16")
+    deadline = time.monotonic() + 5
+    while "engineMetrics" not in service.stats_wire({}) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    wire = service.stats_wire({})
+    assert wire["engineMetrics"] == {
+        "source": "llamacpp",
+        "draftTokens": 64,
+        "acceptedTokens": 16,
+        "drafts": 20,
+        "acceptance": 0.25,
+    }
+    assert wire["proposedTokens"] == 6  # this editor's own requests' draft_n, beside them
