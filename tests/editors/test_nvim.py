@@ -310,6 +310,82 @@ def test_quitting_neovim_leaves_no_server_process(keys_run: NvimRun) -> None:
     assert keys_run.leftover == [], keys_run.explain(f"left running: {keys_run.leftover}")
 
 
+# --- cycling through alternatives ---
+
+
+@pytest.fixture(scope="module", params=["builtin", "virtual_text"])
+def cycle_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    ui = request.param
+    tmp = tmp_path_factory.mktemp(f"nvim-cycle-{ui}")
+    setup = {"cmd": serve(tmp, "tiny"), "ui": ui, "init_options": {"maxTokens": 8}}
+    namespace = BUILTIN_NS if ui == "builtin" else VIRTUAL_TEXT_NS
+    return run_nvim(tmp, "cycle", setup, namespace=namespace, typed=TYPED)
+
+
+def alternatives(run: NvimRun) -> list[str]:
+    """The items of the explicit request the next key sent: three distinct, the shown one first."""
+    invoked = run.obs("invoked")
+    items = invoked.get("items") or []
+    assert invoked["trigger"] == 1, run.explain(
+        f"the next key sent triggerKind {invoked['trigger']}"
+    )
+    assert len(items) == 3 and len(set(items)) == 3, run.explain(f"alternatives: {items!r}")
+    assert items[0] == run.obs("first")["ghost"], run.explain("the first item is not the shown one")
+    return items
+
+
+@needs_nvim
+def test_cycle_scenario_runs_every_step_without_error(cycle_run: NvimRun) -> None:
+    assert cycle_run.result.get("done") and not cycle_run.result.get("error"), cycle_run.explain(
+        "the scenario did not finish"
+    )
+
+
+@needs_nvim
+def test_automatic_requests_ask_for_one_item(cycle_run: NvimRun) -> None:
+    before = cycle_run.obs("first")["requests"]
+    assert before and all(r["trigger"] == 2 for r in before), cycle_run.explain(str(before))
+    assert all(len(r.get("items") or []) <= 1 for r in before), cycle_run.explain(str(before))
+
+
+@needs_nvim
+def test_next_key_asks_for_alternatives_and_shows_the_second(cycle_run: NvimRun) -> None:
+    items = alternatives(cycle_run)
+    shown = cycle_run.obs("next_key")
+    assert shown["ghost"] == items[1] and shown["requests"] == 1, cycle_run.explain(str(shown))
+
+
+@needs_nvim
+def test_prev_key_shows_the_first_again_and_next_the_second_without_a_request(
+    cycle_run: NvimRun,
+) -> None:
+    items = alternatives(cycle_run)
+    back, again = cycle_run.obs("prev_key"), cycle_run.obs("next_key_again")
+    assert back == {"ghost": items[0], "requests": 0}, cycle_run.explain(str(back))
+    assert again == {"ghost": items[1], "requests": 0}, cycle_run.explain(str(again))
+
+
+@needs_nvim
+def test_builtin_select_cycles_the_same_alternatives(
+    cycle_run: NvimRun, request: pytest.FixtureRequest
+) -> None:
+    if request.node.callspec.params["cycle_run"] != "builtin":
+        pytest.skip("Neovim's own select drives the built-in ui only")
+    items = alternatives(cycle_run)
+    seen = [cycle_run.obs(f"builtin_select_{step}") for step in range(1, 5)]
+    expected = [{"ghost": items[i], "requests": 0} for i in (2, 1, 0, 1)]  # +1, -1, -1, +1
+    assert seen == expected, cycle_run.explain(f"select showed {seen}")
+
+
+@needs_nvim
+def test_accept_after_cycling_inserts_the_second_alternative(cycle_run: NvimRun) -> None:
+    items = alternatives(cycle_run)
+    check(cycle_run, "accept", items[1])
+    assert cycle_run.obs("stats")["accepted"] == 1, cycle_run.explain("accept not counted")
+
+
 # --- :SpecLspRecord ---
 
 

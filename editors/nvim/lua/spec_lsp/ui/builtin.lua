@@ -1,6 +1,8 @@
 --- Suggestions through Neovim 0.12's own `vim.lsp.inline_completion` (ghost text as extmarks in
 --- the `nvim.lsp.inline_completion` namespace). This module enables it per buffer, hands the
---- current item to the accept logic, and reports which suggestion is on screen.
+--- current item to the accept logic, reports which suggestion is on screen, and asks for the
+--- alternatives to cycle: Neovim's own requests are all Automatic (one item), so the next/prev
+--- key makes Neovim ask again at once and sends that one request as Invoked (up to 3 items).
 
 local api = vim.api
 
@@ -15,6 +17,14 @@ M.namespace = api.nvim_create_namespace("nvim.lsp.inline_completion")
 
 ---@type table<integer, spec_lsp.Shown>  bufnr -> the items of the last answer on screen
 local shown = {}
+
+---@class (private) spec_lsp.Wanted
+---@field tick integer     the buffer's changedtick when they were asked for
+---@field cursor integer[] and the cursor
+---@field count integer    the move to make once they are there (1 next, -1 previous)
+
+---@type table<integer, spec_lsp.Wanted>  bufnr -> alternatives asked for at this very state
+local wanted = {}
 
 local function item_id(item)
   local args = item and item.command and item.command.arguments
@@ -31,8 +41,25 @@ local function report_shown(bufnr)
   end
 end
 
+--- The alternatives asked for in `bufnr`, if the buffer and the cursor are still where they were
+--- asked for (they are asked for once either way).
+---@param bufnr integer|nil
+---@return spec_lsp.Wanted|nil
+local function take_wanted(bufnr)
+  local want = bufnr and wanted[bufnr]
+  if not want then
+    return nil
+  end
+  wanted[bufnr] = nil
+  local same = api.nvim_get_current_buf() == bufnr
+    and api.nvim_buf_get_changedtick(bufnr) == want.tick
+    and vim.deep_equal(api.nvim_win_get_cursor(0), want.cursor)
+  return same and want or nil
+end
+
 --- Neovim shows the first item of each inline-completion answer but tells nobody; wrap this
---- client's `request` so the server hears `spec-lsp/didShowCompletion` for it.
+--- client's `request` so the server hears `spec-lsp/didShowCompletion` for it, and so that the
+--- request after a next/prev key asks for alternatives (triggerKind Invoked).
 ---@param client vim.lsp.Client
 local function watch_answers(client)
   if client._spec_lsp_watched then
@@ -42,12 +69,23 @@ local function watch_answers(client)
   local request = client.request
   client.request = function(self, method, params, handler, bufnr)
     if method == "textDocument/inlineCompletion" and handler then
+      local uri = type(params) == "table" and params.textDocument and params.textDocument.uri
+      local want = take_wanted(bufnr or (uri and vim.uri_to_bufnr(uri)))
+      if want then
+        params = vim.deepcopy(params)
+        params.context = vim.tbl_extend("force", params.context or {}, { triggerKind = 1 })
+      end
       local inner = handler
       handler = function(err, result, ctx, ...)
         inner(err, result, ctx, ...)
         local items = not err and result and (result.items or result) or nil
         if ctx and ctx.bufnr and type(items) == "table" and items[1] then
-          shown[ctx.bufnr] = { client_id = ctx.client_id, items = items, index = 1 }
+          local state = { client_id = ctx.client_id, items = items, index = 1 }
+          shown[ctx.bufnr] = state
+          if want and #items > 1 then -- Neovim drew the first: move to the one the key asked for
+            vim.lsp.inline_completion.select({ bufnr = ctx.bufnr, count = want.count })
+            state.index = (want.count % #items) + 1
+          end
           report_shown(ctx.bufnr)
         end
       end
@@ -66,6 +104,7 @@ end
 ---@param bufnr integer
 function M.detach(bufnr)
   shown[bufnr] = nil
+  wanted[bufnr] = nil
 end
 
 ---@param client vim.lsp.Client
@@ -129,6 +168,20 @@ function M.take(bufnr, fn)
   })
 end
 
+--- One item on screen: have Neovim ask again now, as Invoked (see `watch_answers`), and move by
+--- `count` once the alternatives are there. Neovim asks on its own autocommands, after its
+--- debounce; without its augroup (another Neovim) the key does nothing.
+---@param bufnr integer
+---@param count integer
+local function ask_alternatives(bufnr, count)
+  local tick, cursor = api.nvim_buf_get_changedtick(bufnr), api.nvim_win_get_cursor(0)
+  wanted[bufnr] = { tick = tick, cursor = cursor, count = count }
+  local group = "nvim.lsp.inline_completion:" .. bufnr
+  if not pcall(api.nvim_exec_autocmds, "CursorMovedI", { group = group }) then
+    wanted[bufnr] = nil
+  end
+end
+
 ---@param bufnr integer
 ---@param count integer
 ---@return boolean moved
@@ -136,12 +189,14 @@ function M.select(bufnr, count)
   if not M.visible(bufnr) then
     return false
   end
-  vim.lsp.inline_completion.select({ bufnr = bufnr, count = count })
   local state = shown[bufnr]
-  if state and #state.items > 1 then
-    state.index = (state.index - 1 + count) % #state.items + 1 -- as Neovim's wrap-around
-    report_shown(bufnr)
+  if not state or #state.items < 2 then
+    ask_alternatives(bufnr, count)
+    return true
   end
+  vim.lsp.inline_completion.select({ bufnr = bufnr, count = count })
+  state.index = (state.index - 1 + count) % #state.items + 1 -- as Neovim's wrap-around
+  report_shown(bufnr)
   return true
 end
 
