@@ -156,7 +156,6 @@ class ModelState:
             logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
         )
 
-
     def _advance_lean(self, lean: LeanDecoder, tokens: list[int], keep: int) -> Advance:
         if self.cache is None:
             self.cache = lean.new_cache()

@@ -55,7 +55,9 @@ class Int4Linear(nn.Module):
     """y = x W^T + b with W [N, K] as 4-bit codes in groups of 32 along K."""
 
     packed: torch.Tensor  # torch's CPU int4 layout of the codes, [N, K / 2] uint8
-    nibbles: torch.Tensor  # [N, K / 2] uint8, code 2j in the low nibble and 2j + 1 in the high
+    # [N, K / 2] uint8 (code 2j in the low nibble, 2j + 1 in the high), kept only where the
+    # codes cannot be read back from `packed` (`_unpack`): None otherwise.
+    nibbles: torch.Tensor | None
     scales_zeros: torch.Tensor  # [K / 32, N, 2]: scale and zero of each group, bfloat16
     bias: torch.Tensor | None
 
@@ -70,8 +72,11 @@ class Int4Linear(nn.Module):
             codes.to(torch.int32).contiguous(), 1
         )
         self.register_buffer("packed", packed)
-        codes8 = codes.to(torch.uint8)  # two codes a byte, for the prefill path's de-quantization
-        self.register_buffer("nibbles", codes8[:, 0::2] | (codes8[:, 1::2] << 4))
+        nibbles = None
+        if not _unpack_ok(n, k):  # two codes a byte, for the prefill path's de-quantization
+            codes8 = codes.to(torch.uint8)
+            nibbles = codes8[:, 0::2] | (codes8[:, 1::2] << 4)
+        self.register_buffer("nibbles", nibbles)
         sz = torch.stack([scale.t(), zero.t()], dim=-1).to(COMPUTE).contiguous()
         self.register_buffer("scales_zeros", sz)
         self.register_buffer("bias", None)
@@ -91,10 +96,17 @@ class Int4Linear(nn.Module):
         codes = ((groups - low[..., None]) / scale[..., None]).round().clamp(0, 15)
         return cls(codes.reshape(n, k).to(torch.uint8), scale, low + 8 * scale)
 
+    def codes(self) -> torch.Tensor:
+        """[N, K] uint8 codes in 0..15."""
+        n, k = self.out_features, self.in_features
+        if self.nibbles is None:
+            return _unpack(self.packed, n, k)
+        return torch.stack([self.nibbles & 0x0F, self.nibbles >> 4], dim=-1).view(n, k)
+
     def dequantized(self) -> torch.Tensor:
         """[N, K] float32: (q - 8) * scale + zero, with the scales the kernel uses."""
         n, k = self.out_features, self.in_features
-        q = torch.stack([self.nibbles & 0x0F, self.nibbles >> 4], dim=-1).view(n, k // GROUP, GROUP)
+        q = self.codes().view(n, k // GROUP, GROUP)
         sz = self.scales_zeros.float().transpose(0, 1)  # [N, K / 32, 2]
         return ((q.float() - 8) * sz[..., 0:1] + sz[..., 1:2]).view(n, k)
 
@@ -113,6 +125,26 @@ class Int4Linear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, group={GROUP}"
+
+
+def _unpack(packed: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    """The codes [N, K] in torch's CPU int4 layout: per block of 32 rows, per column, 16 bytes,
+    byte j holding row j in its low nibble and row 16 + j in its high one."""
+    q = packed.reshape(n // 32, k, 16)
+    return torch.cat([q & 0x0F, q >> 4], dim=2).permute(0, 2, 1).reshape(n, k)
+
+
+_LAYOUT_CHECKED: list[bool] = []
+
+
+def _unpack_ok(n: int, k: int) -> bool:
+    """Whether `_unpack` reads this torch's layout (checked once on a probe) for an [N, K]."""
+    if not _LAYOUT_CHECKED:
+        probe = torch.randint(0, 16, (64, 64), generator=torch.Generator().manual_seed(0))
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(probe.to(torch.int32), 1)
+        ok = packed.shape == (64, 32) and torch.equal(_unpack(packed, 64, 64).long(), probe)
+        _LAYOUT_CHECKED.append(bool(ok))
+    return _LAYOUT_CHECKED[0] and n % 32 == 0
 
 
 class Int8Linear(nn.Module):
@@ -212,7 +244,7 @@ def permute_rows(layer: nn.Module, order: torch.Tensor) -> nn.Module:
     """The layer whose output feature i is `layer`'s feature `order[i]` (weights as they are)."""
     if isinstance(layer, Int4Linear):
         sz = layer.scales_zeros.float()[:, order]  # [K / 32, N, 2]
-        new: nn.Module = Int4Linear(_int4_codes(layer)[order], sz[..., 0].t(), sz[..., 1].t())
+        new: nn.Module = Int4Linear(layer.codes()[order], sz[..., 0].t(), sz[..., 1].t())
     elif isinstance(layer, Int8Linear):
         new = Int8Linear(layer.codes[order], layer.scales[order])
     elif isinstance(layer, nn.Linear | CastLinear):
@@ -225,11 +257,6 @@ def permute_rows(layer: nn.Module, order: torch.Tensor) -> nn.Module:
     return new
 
 
-def _int4_codes(layer: Int4Linear) -> torch.Tensor:
-    n, k = layer.out_features, layer.in_features
-    return torch.stack([layer.nibbles & 0x0F, layer.nibbles >> 4], dim=-1).view(n, k)
-
-
 def concat_rows(layers: list[nn.Module]) -> nn.Module:
     """One layer computing `layers`' outputs side by side: their codes, scales and zero points
     concatenated as they are when all share a packed format (one kernel call instead of several),
@@ -240,7 +267,7 @@ def concat_rows(layers: list[nn.Module]) -> nn.Module:
     if kinds == {Int4Linear}:
         parts = [layer for layer in layers if isinstance(layer, Int4Linear)]
         sz = torch.cat([p.scales_zeros.float() for p in parts], dim=1)
-        codes = torch.cat([_int4_codes(p) for p in parts])
+        codes = torch.cat([p.codes() for p in parts])
         new = Int4Linear(codes, sz[..., 0].t(), sz[..., 1].t())
     elif kinds == {Int8Linear}:
         parts8 = [layer for layer in layers if isinstance(layer, Int8Linear)]
