@@ -106,9 +106,20 @@ class Int4Linear(nn.Module):
     def dequantized(self) -> torch.Tensor:
         """[N, K] float32: (q - 8) * scale + zero, with the scales the kernel uses."""
         n, k = self.out_features, self.in_features
-        q = self.codes().view(n, k // GROUP, GROUP)
         sz = self.scales_zeros.float().transpose(0, 1)  # [N, K / 32, 2]
-        return ((q.float() - 8) * sz[..., 0:1] + sz[..., 1:2]).view(n, k)
+        scale, zero = sz[..., 0:1], sz[..., 1:2] - 8 * sz[..., 0:1]  # w = q * scale + zero
+        if self.nibbles is not None:
+            q = self.codes().view(n, k // GROUP, GROUP)
+            return torch.addcmul(zero, q, scale).view(n, k)
+        # Straight from the packed layout (see `_unpack`), without an intermediate codes copy.
+        packed = self.packed.reshape(n // 32, k, 16)
+        shape = (n // 32, 16, k // GROUP, GROUP)
+        scale, zero = scale.reshape(n // 32, 2, 16, -1, 1), zero.reshape(n // 32, 2, 16, -1, 1)
+        out = torch.empty(n // 32, 2, *shape[1:], device=packed.device)
+        for half, q in enumerate((packed & 0x0F, packed >> 4)):
+            q = q.permute(0, 2, 1).reshape(shape)
+            torch.addcmul(zero[:, half], q, scale[:, half], out=out[:, half])
+        return out.view(n, k)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape

@@ -15,10 +15,13 @@ with different labels, e.g. vLLM's per-engine ones, are summed), which is all th
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
 import httpx
+
+log = logging.getLogger(__name__)
 
 COUNTERS = {  # wire name -> the counter's name after its "vllm:" or "llamacpp:" namespace
     "draftTokens": "spec_decode_num_draft_tokens_total",
@@ -26,6 +29,7 @@ COUNTERS = {  # wire name -> the counter's name after its "vllm:" or "llamacpp:"
     "drafts": "spec_decode_num_drafts_total",
 }
 NAMESPACES = ("vllm", "llamacpp")
+IDLE_EXIT_S = 60.0  # the polling thread ends after this long without a poke (the next starts one)
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -81,6 +85,7 @@ class MetricsPoller:
         self.interval_s = interval_s
         self._due = threading.Event()
         self._stopped = threading.Event()
+        self._lock = threading.Lock()  # the thread's start and idle exit
         self._thread: threading.Thread | None = None
         self.figures: dict[str, object] | None = None  # replaced whole: safe to read anywhere
         self.polls = 0
@@ -89,12 +94,13 @@ class MetricsPoller:
         """Asks for a poll (cheap: sets an event); the first poke starts the thread."""
         if self.interval_s <= 0 or self._stopped.is_set():
             return
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name="spec-lsp-remote-metrics", daemon=True
-            )
-            self._thread.start()
-        self._due.set()
+        with self._lock:
+            self._due.set()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="spec-lsp-remote-metrics", daemon=True
+                )
+                self._thread.start()
 
     def poll(self) -> None:
         """One read of the page; the figures become None when the endpoint is missing."""
@@ -114,9 +120,17 @@ class MetricsPoller:
 
     def _run(self) -> None:
         while not self._stopped.is_set():
-            self._due.wait()
+            if not self._due.wait(IDLE_EXIT_S):
+                with self._lock:  # idle (or an old backend nobody uses): end, unless poked
+                    if not self._due.is_set():
+                        self._thread = None
+                        return
+                continue
             if self._stopped.is_set():
                 return
             self._due.clear()
-            self.poll()
+            try:
+                self.poll()
+            except Exception:  # a bug here must not end the polling for good
+                log.exception("reading the engine's /metrics failed")
             self._stopped.wait(self.interval_s)  # at most one poll per interval

@@ -117,6 +117,11 @@ def _check(result: dict[str, Any]) -> None:
         line.split()[:1] == ["accepted"] and line.split()[-1] != "0"
         for line in result["statsLines"]
     )
+    # Alt+] (showNext) asked for alternatives and showed another; Alt+[ the first again; Alt+] the
+    # second again, which Tab inserted (the runner checked the saved file).
+    cycle = result["cycle"]
+    assert cycle["next"] != cycle["first"] and cycle["next"].strip(), cycle
+    assert cycle["previous"] == cycle["first"] and cycle["nextAgain"] == cycle["next"], cycle
 
 
 def test_vscode_shows_spec_lsp_ghost_text_and_tab_accepts_it_tiny_model() -> None:

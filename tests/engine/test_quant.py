@@ -148,3 +148,20 @@ def test_prefill_rows_take_the_float32_path_with_the_same_weights() -> None:
     ref = x @ blocks.dequantize().t()
     assert (lin(x) - ref).abs().max() <= 0.02 * ref.abs().max()
     assert torch.allclose(lin(x[:1]), lin(x[:2])[:1])
+
+
+def test_int4_codes_and_dequantized_weight_read_back_from_the_packed_layout() -> None:
+    """Rows in blocks of 32 keep no second copy of the codes; other shapes keep nibbles. Both
+    give back the codes and the weight (q - 8) * scale + zero exactly."""
+    from spec_lsp.engine.quant import Int4Linear
+
+    gen = torch.Generator().manual_seed(7)
+    for rows in (96, 40):  # a multiple of 32, and not
+        codes = torch.randint(0, 16, (rows, 64), generator=gen)
+        scale = torch.rand(rows, 2, generator=gen).bfloat16().float() + 0.01
+        zero = torch.randn(rows, 2, generator=gen).bfloat16().float()
+        layer = Int4Linear(codes, scale, zero)
+        assert (layer.nibbles is None) == (rows % 32 == 0)
+        assert torch.equal(layer.codes().long(), codes)
+        expected = (codes.float() - 8).view(rows, 2, 32) * scale[..., None] + zero[..., None]
+        torch.testing.assert_close(layer.dequantized(), expected.view(rows, 64), atol=1e-6, rtol=0)

@@ -113,6 +113,8 @@ def mean(values):
 `;
 /** Typed at the end of SOURCE, character by character, as a person would. */
 const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
+/** Typed in a new function to cycle its alternatives with Alt+] / Alt+[ (one a try). */
+const CYCLE_TYPED = ["\n\n\ndef total(values):\n    return ", "\n\n\ndef count(values):\n    n = "];
 /** Typed after the accepted suggestion, to take part of the next one with Ctrl+Right (one a try). */
 const PARTIAL_TYPED = [
   "\n\n\ndef stdev(values):\n    return math.",
@@ -329,11 +331,22 @@ function recordedChanges(): number | undefined {
   return fs.readFileSync(files[0], "utf8").split("\n").filter((l) => l.includes("textDocument/didChange")).length;
 }
 
+interface Cycle {
+  /** The ghost text typing brought (an automatic request: one item). */
+  first: string;
+  /** After Alt+] (showNext: an explicit request, up to 3 items), then Alt+[, then Alt+] again. */
+  next: string;
+  previous: string;
+  /** Shown again by the last Alt+]; Tab inserts it. */
+  nextAgain: string;
+}
+
 interface Result {
   ghost: string;
   statusBar: string;
   statsLines: string[];
   partialLines: string[];
+  cycle: Cycle;
   session: string;
   failure: string;
 }
@@ -433,6 +446,39 @@ async function run(): Promise<Result> {
     }),
   );
 
+  // VS Code's own cycling: showNext (Alt+]) asks again with triggerKind Invoked, which the server
+  // answers with up to 3 distinct items, and shows the second; showPrevious (Alt+[) the first.
+  const cycle = await phase("cycle the alternatives with Alt+] / Alt+[ and accept the second", () =>
+    retry("cycling", CYCLE_TYPED.length, async (i) => {
+      await openFile(p, "stats.py");
+      await p.keyboard.press("Control+End");
+      await p.keyboard.type(CYCLE_TYPED[i - 1], { delay: 40 });
+      const first = await stableGhost(p, "ghost text to cycle from");
+      /** Presses `key`, then waits for ghost text other than `from` (or equal to `want`). */
+      const press = async (key: string, from: string, want?: string): Promise<string> => {
+        await p.keyboard.press(key);
+        return until(`${key} to show ${want === undefined ? "another" : "the first"} suggestion`, 30, async () => {
+          const text = await ghostLine(p);
+          if (!text.trim() || text === from) return undefined;
+          return want === undefined || text === want ? text : undefined;
+        });
+      };
+      const next = await press("Alt+BracketRight", first);
+      const previous = await press("Alt+BracketLeft", next, first);
+      const nextAgain = await press("Alt+BracketRight", previous, next);
+      log(`cycled: ${JSON.stringify({ first, next, previous, nextAgain })}`);
+      const file = path.join(tmp, "workspace", "stats.py");
+      await p.keyboard.press("Tab");
+      await p.keyboard.press("Escape");
+      await p.keyboard.press("Control+S");
+      const expected = CYCLE_TYPED[i - 1] + nextAgain;
+      await until(`stats.py on disk to hold the second suggestion ${JSON.stringify(nextAgain)}`, 15, () =>
+        Promise.resolve(fs.readFileSync(file, "utf8").includes(expected) ? true : undefined),
+      );
+      return { first, next, previous, nextAgain };
+    }),
+  );
+
   const session = await phase("record a session through spec-lsp record", async () => {
     await runCommand(p, "spec-lsp: Record a typing session");
     await waitReady(p);
@@ -482,7 +528,7 @@ async function run(): Promise<Result> {
     return first[0];
   });
   log(`notification: ${JSON.stringify(failure)}`);
-  return { ghost, statusBar, statsLines, partialLines, session, failure };
+  return { ghost, statusBar, statsLines, partialLines, cycle, session, failure };
 }
 
 /** On failure: what the window looked like, and every log that could say why. */
