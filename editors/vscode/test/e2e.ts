@@ -2,7 +2,8 @@
 // real spec-lsp server, driven by Debian's chromium through playwright-core.
 //
 // It opens a Python file, types, waits for ghost text, accepts it with Tab and checks the saved
-// file, then checks the status bar and the stats view. Every wait is bounded; on failure it saves
+// file, then checks the status bar and the stats view, a partial accept, cycling alternatives with
+// Alt+] / Alt+[, recording, and a broken server. Every wait is bounded; on failure it saves
 // a screenshot and the logs under $SPEC_LSP_E2E_OUT. Exit code 0 on success, 1 on failure.
 //
 // Environment (tests/editors/test_vscode_e2e.py sets it from editors/vscode/.setup.json):
