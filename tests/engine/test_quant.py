@@ -158,7 +158,7 @@ def test_int4_codes_and_dequantized_weight_read_back_from_the_packed_layout() ->
     gen = torch.Generator().manual_seed(7)
     for rows in (96, 40):  # a multiple of 32, and not
         codes = torch.randint(0, 16, (rows, 64), generator=gen)
-        scale = torch.rand(rows, 2, generator=gen).bfloat16().float() + 0.01
+        scale = (torch.rand(rows, 2, generator=gen) + 0.01).bfloat16().float()
         zero = torch.randn(rows, 2, generator=gen).bfloat16().float()
         layer = Int4Linear(codes, scale, zero)
         assert (layer.nibbles is None) == (rows % 32 == 0)
