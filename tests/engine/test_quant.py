@@ -156,7 +156,7 @@ def test_int4_codes_and_dequantized_weight_read_back_from_the_packed_layout() ->
     from spec_lsp.engine.quant import Int4Linear
 
     gen = torch.Generator().manual_seed(7)
-    for rows in (96, 40):  # a multiple of 32, and not
+    for rows in (96, 48):  # a multiple of 32, and not (torch packs multiples of 16)
         codes = torch.randint(0, 16, (rows, 64), generator=gen)
         scale = (torch.rand(rows, 2, generator=gen) + 0.01).bfloat16().float()
         zero = torch.randn(rows, 2, generator=gen).bfloat16().float()
