@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spec_lsp.engine import quant
+from spec_lsp.engine import fusion, quant
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
@@ -123,7 +123,7 @@ def _kernel(layer: nn.Module) -> Any:
 
         return int8
     weight = getattr(layer, "weight", None)
-    if not isinstance(weight, torch.Tensor):  # a `quant.RowConcat`
+    if not isinstance(weight, torch.Tensor):  # a `fusion.RowConcat`
         return layer
     bias = getattr(layer, "bias", None)
 
@@ -153,17 +153,17 @@ class _Layer:
 class LeanDecoder:
     """The forward of a loaded Llama-family causal LM over `LeanCache`s."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: Any) -> None:
         if not self.supports(model):
             raise ValueError("LeanDecoder runs Llama-family decoders only (see supports())")
         cfg = model.config
         base = model.model
         self.model = model
         self.passes = 0  # forwards run (what a bench counts)
-        self.heads = cfg.num_attention_heads
-        self.kv_heads = cfg.num_key_value_heads or self.heads
-        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
-        self.hidden = cfg.hidden_size
+        self.heads = int(cfg.num_attention_heads)
+        self.kv_heads = int(cfg.num_key_value_heads or self.heads)
+        self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads)
+        self.hidden = int(cfg.hidden_size)
         self.eps = float(cfg.rms_norm_eps)
         self.scale = self.head_dim**-0.5
         self.dtype = next(model.parameters()).dtype  # the residual stream's dtype
@@ -178,10 +178,10 @@ class LeanDecoder:
         self.layers = []
         for layer in base.layers:
             attn, mlp = layer.self_attn, layer.mlp
-            q = quant.permute_rows(attn.q_proj, order_q)
-            k = quant.permute_rows(attn.k_proj, order_k)
-            qkv = quant.concat_rows([q, k, attn.v_proj])
-            gate_up = quant.concat_rows([mlp.gate_proj, mlp.up_proj])
+            q = fusion.permute_rows(attn.q_proj, order_q)
+            k = fusion.permute_rows(attn.k_proj, order_k)
+            qkv = fusion.concat_rows([q, k, attn.v_proj])
+            gate_up = fusion.concat_rows([mlp.gate_proj, mlp.up_proj])
             self.layers.append(
                 _Layer(
                     norm1=layer.input_layernorm.weight,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
-from spec_lsp.engine import lean, quant
+from spec_lsp.engine import fusion, lean, quant
 from spec_lsp.engine.cache import ModelState
 from spec_lsp.engine.sources import tiny_model
 
@@ -108,11 +108,11 @@ def test_fused_rows_compute_each_layer_side_by_side() -> None:
     dense = [torch.nn.Linear(64, n, bias=False) for n in (32, 64, 96)]
     for make in (quant.Int4Linear.from_weight, quant.Int8Linear.from_weight):
         layers = [make(d.weight) for d in dense]
-        fused = quant.concat_rows(layers)
+        fused = fusion.concat_rows(layers)
         assert type(fused) is type(layers[0])
         torch.testing.assert_close(fused(x), torch.cat([layer(x) for layer in layers], dim=-1))
         order = torch.randperm(32)
-        torch.testing.assert_close(quant.permute_rows(layers[0], order)(x), layers[0](x)[:, order])
-    mixed = quant.concat_rows([quant.Int4Linear.from_weight(dense[0].weight), dense[1]])
-    assert isinstance(mixed, quant.RowConcat)
+        torch.testing.assert_close(fusion.permute_rows(layers[0], order)(x), layers[0](x)[:, order])
+    mixed = fusion.concat_rows([quant.Int4Linear.from_weight(dense[0].weight), dense[1]])
+    assert isinstance(mixed, fusion.RowConcat)
     assert mixed(x).shape == (3, 96)
