@@ -291,6 +291,12 @@ def main(
         f"verify cost: a pass over 8 tokens {cost['ms_8']:.1f} ms vs 1 token {cost['ms_1']:.1f} ms "
         f"= {cost['ratio']:.2f}x (goal <= 1.3x)"
     )
+    peer_cost = modes.get("llama_cpp", {}).get("pass_cost")
+    if peer_cost:
+        print(
+            f"llama-server's own pass over 8 new tokens {peer_cost['ms_8']:.1f} ms vs 1 token "
+            f"{peer_cost['ms_1']:.1f} ms = {peer_cost['ratio']:.2f}x (output layer on the last only)"
+        )
     if agreement is not None:
         print(f"top-1 agreement with the float32 target on held-out code: {agreement:.3f}")
     if json_path:

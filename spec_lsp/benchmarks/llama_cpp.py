@@ -131,6 +131,33 @@ def run_peer(url: str, prompts: list[Prompt], max_new: int) -> PeerResult:
     return result
 
 
+def pass_costs(
+    url: str, text: str, sizes: tuple[int, ...] = (1, 8), reps: int = 3
+) -> dict[str, float]:
+    """llama-server's own cost of evaluating n new tokens after a cached context (its prompt
+    processing: every layer over n tokens, the output layer for the last only, so a lower bound
+    of a verification pass), best of `reps`, from its `timings`."""
+    ids = [int(i) for i in _post(f"{url}/tokenize", {"content": text}).get("tokens", [])]
+    base, extra = ids[:64], ids[64 : 64 + max(sizes)]
+    if len(extra) < max(sizes):
+        return {}
+    costs: dict[str, float] = {}
+    for n in sizes:
+        best = float("inf")
+        for _ in range(reps):
+            warm = {"prompt": base, "n_predict": 1, "temperature": 0, "cache_prompt": True}
+            _post(f"{url}/completion", warm)
+            body = {**warm, "prompt": base + extra[:n]}
+            timings = _post(f"{url}/completion", body).get("timings", {})
+            if int(timings.get("prompt_n", -1)) != n:
+                return {}  # the server did not reuse the cached context as asked
+            best = min(best, float(timings.get("prompt_ms", 0.0)))
+        costs[f"ms_{n}"] = round(best, 2)
+    first, last = costs[f"ms_{sizes[0]}"], costs[f"ms_{sizes[-1]}"]
+    costs["ratio"] = round(last / first, 2) if first else 0.0
+    return costs
+
+
 def peer_modes(
     gguf: Path, prompts: list[Prompt], max_new: int, threads: int, log: Any
 ) -> dict[str, Any]:
@@ -148,6 +175,8 @@ def peer_modes(
         try:
             with running(binary, gguf, threads, extra) as url:
                 modes[name] = run_peer(url, prompts, max_new).summary()
+                if not extra:
+                    modes[name]["pass_cost"] = pass_costs(url, prompts[0].text)
         except (OSError, RuntimeError) as exc:
             print(f"{name}: failed ({exc})", file=log)
     return modes
