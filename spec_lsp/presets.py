@@ -25,6 +25,7 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
 METHODS = ("off", "ngram", "draft", "both")
 WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")  # as engine.quant, without importing torch
+FORWARDS = ("lean", "transformers")  # as engine.loading.FORWARDS
 
 
 class PresetError(ValueError):
@@ -44,6 +45,8 @@ class Preset:
     # Weight format per device (float32, bfloat16, int8, int4); a device not named uses its dtype.
     weights: dict[str, str] = field(default_factory=dict)
     output_weights: str | None = None  # the output projection's format, when it differs
+    # "lean": the engine's own forward for Llama-family targets on a CPU; "transformers": theirs.
+    forward: str = "lean"
     description: str = ""
     # Architectures for `--random-weights` (config.json files kept under models/configs/).
     target_config: str | None = None
@@ -72,6 +75,7 @@ class Preset:
             dtype=dict(self.dtype),
             weights=dict(self.weights),
             output_weights=self.output_weights,
+            forward=self.forward,
             target_config=MODELS_DIR / self.target_config if self.target_config else None,
             draft_config=MODELS_DIR / self.draft_config if self.draft_config else None,
             trust_remote_code=trust_remote_code,
@@ -107,6 +111,9 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         raise PresetError(
             f"preset {name!r}: output_weights must be one of {', '.join(WEIGHT_FORMATS)}"
         )
+    forward = text("forward", "lean") or "lean"
+    if forward not in FORWARDS:
+        raise PresetError(f"preset {name!r}: forward must be one of {', '.join(FORWARDS)}")
     return Preset(
         name=name,
         target=target,
@@ -118,6 +125,7 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         dtype={"cpu": "float32", "cuda": "bfloat16", **{str(k): str(v) for k, v in dtype.items()}},
         weights={str(k): str(v) for k, v in weights.items()},
         output_weights=output_weights,
+        forward=forward,
         description=text("description", "") or "",
         target_config=text("target_config"),
         draft_config=text("draft_config"),
