@@ -158,7 +158,6 @@ class LeanDecoder:
             raise ValueError("LeanDecoder runs Llama-family decoders only (see supports())")
         cfg = model.config
         base = model.model
-        self.model = model
         self.passes = 0  # forwards run (what a bench counts)
         self.heads = int(cfg.num_attention_heads)
         self.kv_heads = int(cfg.num_key_value_heads or self.heads)
@@ -176,6 +175,7 @@ class LeanDecoder:
         order_q = _pair_order(self.heads, self.head_dim)
         order_k = _pair_order(self.kv_heads, self.head_dim)
         self.layers = []
+        self._fused: list[nn.Module] = []  # the fused layers whose buffers the kernels read
         for layer in base.layers:
             attn, mlp = layer.self_attn, layer.mlp
             q = fusion.permute_rows(attn.q_proj, order_q)
@@ -192,11 +192,9 @@ class LeanDecoder:
                     down=_kernel(mlp.down_proj),
                 )
             )
-            # Keep the fused modules alive (their buffers back the kernels' closures).
-            self.__dict__.setdefault("_keep", []).extend([qkv, gate_up])
+            self._fused += [qkv, gate_up]
         self.final_norm = base.norm.weight
         self.lm_head = _kernel(model.lm_head)
-        self.vocab = model.lm_head.out_features if hasattr(model.lm_head, "out_features") else None
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
@@ -209,7 +207,11 @@ class LeanDecoder:
         if getattr(cfg, "use_sliding_window", False) or getattr(cfg, "hidden_act", "") != "silu":
             return False
         base = getattr(model, "model", None)
-        return base is not None and hasattr(base, "rotary_emb") and hasattr(model, "lm_head")
+        if base is None or not hasattr(base, "rotary_emb") or not hasattr(model, "lm_head"):
+            return False
+        # The residual stream in float32 (packed layers keep their own formats): the rotary
+        # product is complex64 and the cache holds float32.
+        return next(model.parameters()).dtype == torch.float32
 
     def new_cache(self) -> LeanCache:
         return LeanCache(len(self.layers), self.kv_heads, self.head_dim, self.dtype, self.device)

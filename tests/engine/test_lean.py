@@ -116,3 +116,23 @@ def test_fused_rows_compute_each_layer_side_by_side() -> None:
     mixed = fusion.concat_rows([quant.Int4Linear.from_weight(dense[0].weight), dense[1]])
     assert isinstance(mixed, fusion.RowConcat)
     assert mixed(x).shape == (3, 96)
+
+
+@torch.inference_mode()
+def test_qwen2_with_biases_matches_transformers_and_bfloat16_models_keep_theirs() -> None:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config).eval()
+    for proj in ("q_proj", "k_proj", "v_proj"):  # Qwen2's q/k/v biases, made visible
+        torch.nn.init.normal_(getattr(model.model.layers[0].self_attn, proj).bias, std=0.5)
+    ids = _ids(20)
+    ref = model(input_ids=torch.tensor([[i % 128 for i in ids]])).logits[0]
+    decoder = lean.LeanDecoder(model)
+    got, _, _ = decoder.forward([i % 128 for i in ids], decoder.new_cache(), keep=20)
+    torch.testing.assert_close(got, ref, atol=2e-4, rtol=2e-4)
+    assert not lean.LeanDecoder.supports(model.to(torch.bfloat16))
