@@ -93,6 +93,7 @@ class Prompt:
     window_start: int  # first line of the prefix window
     context_used: bool
     lead: str = ""  # typed text left out of the prompt: the model's completion must begin with it
+    markers: tuple[str, ...] = ()  # other files' block markers in the prompt (`Cut.markers`)
 
 
 def indentation_lead(line_before_cursor: str) -> str:

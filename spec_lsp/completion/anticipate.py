@@ -47,7 +47,7 @@ async def prefetch_after(
         return
     s.neighbours.settle(keep=doc.uri)  # idle time: what the request after the accept will see
     prompt = s._prompt(doc, text.split("\n"), row, col, context, remember=False)
-    cut = Cut(cutter, prompt.lead)
+    cut = Cut(cutter, prompt.lead, prompt.markers)
     key = s._key(prompt, cut)
     if s.reuse.cache.get(key) is not None:
         return
@@ -66,7 +66,7 @@ async def alternatives(
     prefix, suffix = doc.prefix_suffix(*pos)
     cutter = s.syntax.cutter(doc.uri, *pos, prefix, suffix)
     prompt = s._prompt(doc, doc.lines, *pos, s.syntax.context(doc.uri, *pos))
-    cut = Cut(cutter, prompt.lead)
+    cut = Cut(cutter, prompt.lead, prompt.markers)
     for rank in range(1, n + 1):  # one rank more: a branch may trim to one already had
         if len(texts) >= n:
             break

@@ -78,6 +78,20 @@ class Neighbours:
         ]
 
 
+def markers(
+    family: str, language_id: str, chunks: list[tuple[str, str]], uri: str
+) -> tuple[str, ...]:
+    """What `render` writes to start a file's block, as the model would write it again: a
+    suggestion that reaches one has left the current file (empty without other files)."""
+    if not chunks:
+        return ()
+    if family == "qwen":
+        return ("<|file_sep|>", "<|repo_name|>")
+    mark = "//" if language_id in SLASH_COMMENTS else "#"
+    names = dict.fromkeys([*(name for name, _ in chunks), file_name(uri)])
+    return tuple(f"\n{mark} {name}" for name in names)
+
+
 def render(
     family: str, language_id: str, chunks: list[tuple[str, str]], uri: str, limit: int
 ) -> str:

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from spec_lsp.completion.anticipate import alternatives, prefetch_after
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
 from spec_lsp.completion.live import GenerationFailed, Generations, Live
-from spec_lsp.completion.neighbours import Neighbours, render
+from spec_lsp.completion.neighbours import Neighbours, markers, render
 from spec_lsp.completion.prefetch import Prefetch
 from spec_lsp.completion.reuse import Anchor, CacheKey, Reuse
 from spec_lsp.completion.syntax_port import Cut, SyntaxPort
@@ -234,7 +235,7 @@ class CompletionService:
         if arrival.gap_ms is None or arrival.gap_ms >= IDLE_MS:
             self.neighbours.settle(keep=doc.uri)  # other files' chunks change only on a pause
         prompt = self._prompt(doc, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
-        cut = Cut(cutter, prompt.lead)
+        cut = Cut(cutter, prompt.lead, prompt.markers)
         return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix))
 
     async def _through_live(self, uri: str, prefix: str, suffix: str) -> str | None:
@@ -326,11 +327,12 @@ class CompletionService:
         family, limit = self._prompts.template.family, self._prompts.budget.prefix_chars // 3
         files = render(family, doc.language_id, chunks, doc.uri, limit)
         self._tell_other_files(doc.uri, files, chunks)
-        return self._prompts.build(doc.uri, lines, row, col, context, remember, files)
+        prompt = self._prompts.build(doc.uri, lines, row, col, context, remember, files)
+        marks = markers(family, doc.language_id, chunks, doc.uri) if files else ()
+        return replace(prompt, markers=marks)
 
     def _tell_other_files(self, uri: str, files: str, chunks: list[tuple[str, str]]) -> None:
-        """Other files' text for a backend that sends their chunks apart (llama-server's
-        `input_extra`), told in the worker thread before the generation; not the local engine."""
+        """Other files' chunks for a backend that sends them apart (llama-server's input_extra)."""
         other_files = getattr(self.worker.backend, "other_files", None)
         if other_files is not None:
             kept = tuple(c for c in chunks if f"{c[0]}\n{c[1]}\n" in files)  # those render kept

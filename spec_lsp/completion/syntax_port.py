@@ -48,6 +48,15 @@ class Cut:
 
     cutter: Cutter
     lead: str = ""
+    # Lines that mark another file in the prompt (`neighbours.markers`): a model that writes one
+    # has gone on to imitate the next file, so the suggestion ends before it.
+    markers: tuple[str, ...] = ()
+
+    def _before_marker(self, rest: str) -> int | None:
+        """Where the first file marker in `rest` begins (None: no marker)."""
+        padded = "\n" + rest  # a marker line at the very start counts too
+        found = [at for at in (padded.find(m) for m in self.markers) if at >= 0]
+        return max(0, min(found) - 1) if found else None
 
     @property
     def mode(self) -> Mode:
@@ -66,12 +75,18 @@ class Cut:
             return 0
         if not rest:
             return None
+        marker = self._before_marker(rest) if self.markers else None
+        if marker is not None:
+            return marker + len(self.lead)
         keep = self.cutter.stop(rest)
         return None if keep is None else keep + len(self.lead)
 
     def trim(self, text: str) -> str | None:
         """The suggestion in the model's `text` (None: nothing to show)."""
         rest = unlead(text, self.lead)
+        marker = self._before_marker(rest) if rest and self.markers else None
+        if rest and marker is not None:
+            rest = rest[:marker]
         return self.cutter.trim(rest) if rest else None
 
 
