@@ -283,8 +283,22 @@ def main(
         "top1_agreement_vs_float32": agreement,
         "modes": modes,
     }
+    print_report(report)
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=2))
+        print(f"wrote {json_path}", file=sys.stderr)
+    return 0
+
+
+def print_report(report: dict[str, Any]) -> None:
+    modes, cost, agreement = (
+        report["modes"],
+        report["verify_cost"],
+        report["top1_agreement_vs_float32"],
+    )
     print(
-        f"weights: {engine.weights}   threads: {torch.get_num_threads()}   device: {engine.device}"
+        f"weights: {report['weights']}   threads: {report['torch_threads']}   "
+        f"device: {report['device']}"
     )
     print(format_table(modes))
     print(
@@ -299,7 +313,3 @@ def main(
         )
     if agreement is not None:
         print(f"top-1 agreement with the float32 target on held-out code: {agreement:.3f}")
-    if json_path:
-        Path(json_path).write_text(json.dumps(report, indent=2))
-        print(f"wrote {json_path}", file=sys.stderr)
-    return 0
