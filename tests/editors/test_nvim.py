@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -127,8 +128,15 @@ def group_members(pgid: int) -> list[str]:
     return found
 
 
-def run_nvim(tmp: Path, scenario: str, setup: dict[str, Any], **spec: Any) -> NvimRun:
-    """Run one scenario in a fresh headless Neovim; always returns, never leaves processes."""
+def run_nvim(
+    tmp: Path,
+    scenario: str,
+    setup: dict[str, Any],
+    env: dict[str, str] | None = None,
+    **spec: Any,
+) -> NvimRun:
+    """Run one scenario in a fresh headless Neovim; always returns, never leaves processes.
+    `env`: more environment for Neovim, and so for the server it starts."""
     assert NVIM is not None
     timeout_ms = int(spec.pop("timeout_ms", 420_000))
     sample = tmp / "sample.py"
@@ -145,12 +153,13 @@ def run_nvim(tmp: Path, scenario: str, setup: dict[str, Any], **spec: Any) -> Nv
         "ghost_timeout_ms": 120_000,
         **spec,
     }
-    env = dict(os.environ, SPEC_LSP_TEST=json.dumps(full), XDG_STATE_HOME=str(tmp / "state"))
+    environ = dict(os.environ, SPEC_LSP_TEST=json.dumps(full), XDG_STATE_HOME=str(tmp / "state"))
+    environ.update(env or {})
     with open(tmp / "nvim.out", "wb") as out:
         proc = subprocess.Popen(
             [NVIM, "--headless", "--clean", "-u", str(HELPERS / "init.lua")],
             cwd=tmp,
-            env=env,
+            env=environ,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -426,6 +435,53 @@ def test_recorded_session_holds_the_typing_and_the_inline_requests(
     assert {"textDocument/didChange", "textDocument/inlineCompletion"} <= methods, run.explain(
         f"methods recorded: {sorted(m for m in methods if m)}"
     )
+
+
+# --- a remote preset whose engine is down ---
+
+
+def closed_port() -> int:
+    """A local TCP port that nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture(scope="module")
+def engine_down_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    tmp = tmp_path_factory.mktemp("nvim-engine-down")
+    setup = {"cmd": serve(tmp, "remote-llama-server")}
+    env = {"SPEC_LSP_REMOTE_URL": f"http://127.0.0.1:{closed_port()}"}
+    return run_nvim(
+        tmp, "engine_down", setup, env=env, namespace=BUILTIN_NS, typed=TYPED, timeout_ms=180_000
+    )
+
+
+@needs_nvim
+def test_stats_float_and_checkhealth_say_why_the_remote_engine_fails(
+    engine_down_run: NvimRun,
+) -> None:
+    run = engine_down_run
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+    status = run.obs("status")
+    reason = status["engine"]["message"]
+    assert status["state"] == "ready" and "127.0.0.1" in reason, run.explain(str(status))
+    # The reason ends with a retry countdown that moves between the two requests: compare the
+    # part before it.
+    where_and_why = reason.split("; retrying")[0]
+    lines = run.obs("stats_float")
+    engine_lines = [line for line in lines if line.startswith("engine")]
+    assert len(engine_lines) == 1 and "failing: " + where_and_why in engine_lines[0], run.explain(
+        "the stats float does not show the engine's reason:\n" + "\n".join(lines)
+    )
+    health = "\n".join(run.obs("health"))
+    assert "remote-llama-server on remote: ready; engine: " + where_and_why in health, run.explain(
+        health
+    )
+    assert "WARNING" in health and "ERROR" not in health, run.explain(health)
 
 
 # --- the real bundled model ---

@@ -76,7 +76,7 @@ export class Server implements vscode.Disposable {
   private failureShown = false;
   private stopping = false;
   private crashes: number[] = [];
-  private statsTimer: NodeJS.Timeout | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
   private statusTimer: NodeJS.Timeout | undefined;
   private readonly feedback: Feedback;
   lastStatus: Status | undefined;
@@ -89,7 +89,7 @@ export class Server implements vscode.Disposable {
   ) {
     this.feedback = new Feedback(
       (method, params) => void this.client?.sendNotification(method, params),
-      () => this.refreshStatsSoon(),
+      () => this.refreshSoon(),
       (line) => this.output.info(line),
     );
   }
@@ -132,7 +132,7 @@ export class Server implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     clearTimeout(this.statusTimer);
-    clearTimeout(this.statsTimer);
+    clearTimeout(this.refreshTimer);
     if (!client) return;
     this.stopping = true;
     try {
@@ -202,6 +202,9 @@ export class Server implements vscode.Disposable {
         provideInlineCompletionItems: async (document, position, context, token, next) => {
           const version = document.version;
           const result = await next(document, position, context, token);
+          // A remote engine's failure or recovery shows only in spec-lsp/status (the server sends
+          // no notification): read it, with the stats, once the typing pauses.
+          this.refreshSoon();
           const items = Array.isArray(result) ? result : (result?.items ?? []);
           const first = items[0];
           const id = suggestionId(first?.command?.arguments);
@@ -270,23 +273,20 @@ export class Server implements vscode.Disposable {
         this.lastStatus = status;
         this.status.setStatus(status);
         if (status.state === "loading") this.statusTimer = setTimeout(() => this.pollStatus(), 1000);
-        else this.refreshStatsSoon();
+        else this.refreshSoon();
       },
       (err: unknown) => this.output.warn(`spec-lsp/status: ${String(err)}`),
     );
   }
 
-  private refreshStatsSoon(): void {
-    clearTimeout(this.statsTimer);
-    this.statsTimer = setTimeout(() => {
+  /** Reads spec-lsp/status and spec-lsp/stats 250 ms after the last call (one pair per pause). */
+  private refreshSoon(): void {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = setTimeout(() => {
       if (!this.running || !this.client) return;
-      this.client.sendRequest<Stats>(StatsRequest, {}).then(
-        (stats) => {
-          this.lastStats = stats;
-          this.status.setStats(stats);
-          this.onStats();
-        },
-        (err: unknown) => this.output.warn(`spec-lsp/stats: ${String(err)}`),
+      this.fetch().then(
+        () => this.onStats(),
+        (err: unknown) => this.output.warn(`spec-lsp/status, spec-lsp/stats: ${String(err)}`),
       );
     }, 250);
   }

@@ -14,6 +14,14 @@ export interface Status {
   error: string | null;
   target: string;
   draft: string | null;
+  /** A remote preset's engine (null for a local one); `message` says why while it fails. */
+  engine?: Engine | null;
+}
+
+export interface Engine {
+  remote: string;
+  available: boolean;
+  message: string | null;
 }
 
 export interface Percentiles {

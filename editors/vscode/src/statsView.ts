@@ -2,7 +2,7 @@
 // spec-lsp/status as aligned text tables. It only formats; extension.ts fetches the numbers.
 import * as vscode from "vscode";
 import type { Percentiles, Stats, Status } from "./protocol";
-import { pct } from "./status";
+import { pct } from "./statusText";
 
 export const SCHEME = "spec-lsp-stats";
 export const STATS_URI = vscode.Uri.parse(`${SCHEME}:spec-lsp stats`);
@@ -48,6 +48,7 @@ export function render(status: Status | undefined, stats: Stats | undefined, not
       ["target", status.target],
       ["draft", status.draft ?? "none"],
     ];
+    if (status.engine) model.push(["engine", `${status.engine.remote}, ${status.engine.available ? "answers" : "failing"}`]);
     if (status.error) model.push(["error", status.error]);
     out.push("Model", ...table(model, 2), "");
   }

@@ -1,5 +1,5 @@
 --- `:checkhealth spec_lsp`: the Neovim version, the server command, model availability and the
---- running server's state with its last load error.
+--- running server's state with its last load error, or why its remote engine fails.
 
 local config = require("spec_lsp.config")
 local lsp = require("spec_lsp.lsp")
@@ -83,12 +83,23 @@ local function check_server()
     tostring(status.state)
   )
   local load_error = status.error ~= vim.NIL and status.error or nil
+  local engine = type(status.engine) == "table" and status.engine or nil
   if status.state == "failed" then
     health.error(summary, { "last load error: " .. tostring(load_error) })
+  elseif engine and engine.available == false then
+    -- A remote preset stays "ready" while its engine fails; `error` then holds the engine's reason.
+    local why = engine.message ~= vim.NIL and engine.message or load_error
+    health.warn(summary .. "; engine: " .. tostring(why), {
+      "suggestions are empty until the engine answers again; spec-lsp retries by itself",
+      "check that the engine runs and that the preset's url (or $SPEC_LSP_REMOTE_URL) points at it",
+    })
   elseif load_error then
     health.warn(summary .. "; last load error: " .. tostring(load_error))
   else
     health.ok(summary)
+    if engine then
+      health.ok("engine: " .. tostring(engine.remote) .. " answers")
+    end
   end
 end
 

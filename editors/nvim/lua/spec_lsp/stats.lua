@@ -1,5 +1,5 @@
---- `:SpecLspStats`: asks the server for `spec-lsp/stats` and shows it in a float.
---- `format` turns the answer into lines and knows nothing about windows.
+--- `:SpecLspStats`: asks the server for `spec-lsp/stats` and `spec-lsp/status` and shows them in a
+--- float. `format` turns the answers into lines and knows nothing about windows.
 
 local api = vim.api
 local lsp = require("spec_lsp.lsp")
@@ -23,10 +23,26 @@ local function get(t, ...)
   return t ~= vim.NIL and t or nil
 end
 
---- The stats object as lines of text.
+--- A remote engine's line: where it is and whether it answers, or why it fails; nil if local.
+---@param status table|nil  the `spec-lsp/status` answer
+---@return string|nil
+function M.engine_line(status)
+  local engine = get(status, "engine")
+  if type(engine) ~= "table" then
+    return nil
+  end
+  if engine.available == false then
+    local why = get(engine, "message") or get(status, "error") or get(engine, "remote") or "?"
+    return "engine      failing: " .. why
+  end
+  return ("engine      %s answers"):format(get(engine, "remote") or "?")
+end
+
+--- The stats object (and the status, for a remote engine's state) as lines of text.
 ---@param s table  the `spec-lsp/stats` answer
+---@param status table|nil  the `spec-lsp/status` answer
 ---@return string[]
-function M.format(s)
+function M.format(s, status)
   local model = get(s, "model") or {}
   local lines = {
     ("model       %s on %s (%s)"):format(
@@ -34,6 +50,9 @@ function M.format(s)
       get(model, "device") or "?",
       get(model, "state") or "?"
     ),
+  }
+  lines[#lines + 1] = M.engine_line(status)
+  vim.list_extend(lines, {
     ("requests    %s  answered %s  cancelled %s  empty %s  cache hits %s  typed through %s"):format(
       num(s.requests),
       num(s.answered),
@@ -50,7 +69,7 @@ function M.format(s)
     ),
     ("acceptance  %s of drafted tokens"):format(num(get(s, "acceptance"))),
     "latency ms     p50      p90      p99",
-  }
+  })
   for _, stage in ipairs({ "total", "queue", "prefill", "decode" }) do
     local q = get(s, "latencyMs", stage) or {}
     lines[#lines + 1] = ("  %-9s %8s %8s %8s"):format(stage, num(q.p50), num(q.p90), num(q.p99))
@@ -97,7 +116,7 @@ function M.open_float(lines)
   return win
 end
 
---- Ask the server for its stats and show them; `callback(stats)` gets the raw answer.
+--- Ask the server for its stats and status and show them; `callback(stats)` gets the raw answer.
 ---@param callback fun(stats: table|nil, err: string|nil)|nil
 function M.show(callback)
   local client = lsp.client()
@@ -105,16 +124,20 @@ function M.show(callback)
     vim.notify("spec-lsp: the server is not running", vim.log.levels.WARN)
     return callback and callback(nil, "not running")
   end
-  client:request("spec-lsp/stats", vim.NIL, function(err, result)
-    if err or type(result) ~= "table" then
-      local msg = err and err.message or "no answer"
-      vim.notify("spec-lsp: stats failed: " .. msg, vim.log.levels.ERROR)
-      return callback and callback(nil, msg)
-    end
-    M.open_float(M.format(result))
-    if callback then
-      callback(result)
-    end
+  -- The status first (a remote engine's state lives only there), then the stats; a status that
+  -- fails only loses the engine line.
+  client:request("spec-lsp/status", vim.NIL, function(_, status)
+    client:request("spec-lsp/stats", vim.NIL, function(err, result)
+      if err or type(result) ~= "table" then
+        local msg = err and err.message or "no answer"
+        vim.notify("spec-lsp: stats failed: " .. msg, vim.log.levels.ERROR)
+        return callback and callback(nil, msg)
+      end
+      M.open_float(M.format(result, type(status) == "table" and status or nil))
+      if callback then
+        callback(result)
+      end
+    end)
   end)
 end
 
