@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -127,16 +126,8 @@ class ModelState:
         self.tokens = self.tokens[:length]
 
     @torch.inference_mode()
-    def advance(
-        self,
-        tokens: list[int],
-        keep: int = 1,
-        hidden: bool = False,
-        stop: Callable[[], bool] | None = None,
-    ) -> Advance:
-        """Makes the cache cover `tokens` and returns logits of the last `keep` positions.
-        With the lean forward, a long pass asks `stop()` between layers and raises
-        `lean.Interrupted` (the state then covers the prefix of `tokens` it kept)."""
+    def advance(self, tokens: list[int], keep: int = 1, hidden: bool = False) -> Advance:
+        """Makes the cache cover `tokens` and returns logits of the last `keep` positions."""
         if not tokens:
             raise ValueError("advance() needs at least one token")
         keep = max(1, min(keep, len(tokens)))
@@ -144,7 +135,7 @@ class ModelState:
         reuse = min(common_prefix_len(self.tokens, tokens), len(tokens) - keep)
         self.truncate(reuse)
         if self._lean is not None:
-            return self._advance_lean(self._lean, tokens, keep, stop)
+            return self._advance_lean(self._lean, tokens, keep)
         if self.cache is None:
             self.cache = DynamicCache(config=self.model.config)
         reuse = len(self.tokens)
@@ -165,15 +156,13 @@ class ModelState:
             logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
         )
 
-    def _advance_lean(
-        self, lean: LeanDecoder, tokens: list[int], keep: int, stop: Callable[[], bool] | None
-    ) -> Advance:
+    def _advance_lean(self, lean: LeanDecoder, tokens: list[int], keep: int) -> Advance:
         if self.cache is None:
             self.cache = lean.new_cache()
         assert isinstance(self.cache, LeanCache)
         reuse = len(self.tokens)
         fed = tokens[reuse:]
-        logits, last, every = lean.forward(fed, self.cache, keep, self._track, stop)
+        logits, last, every = lean.forward(fed, self.cache, keep, all_hidden=self._track)
         self.tokens = list(tokens)
         if every is not None:
             self._store_features(reuse, every)

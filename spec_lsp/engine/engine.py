@@ -39,7 +39,6 @@ from spec_lsp.engine.drafters import (
     Proposal,
 )
 from spec_lsp.engine.head import SpecHead
-from spec_lsp.engine.lean import Interrupted
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 
 log = logging.getLogger(__name__)
@@ -232,21 +231,15 @@ class SpecEngine:
         reused = min(common_prefix_len(state.target.tokens, prompt), len(prompt) - 1)
         stats.reused_tokens = reused
         done, chunk = reused, max(1, self.options.prefill_chunk)
-        cancel = run.request.cancel
-        stop = (lambda: cancel.cancelled) if cancel is not None else None
-        try:
-            while len(prompt) - done > chunk:
-                state.target.advance(prompt[: done + chunk], keep=1, stop=stop)
-                done += chunk
-                stats.target_forwards += 1
-                if self._cancelled(run):
-                    raise Interrupted("cancelled between chunks")
-            adv = state.target.advance(prompt, keep=1, stop=stop)
-        except Interrupted:  # the chunks done stay cached; a chunk stopped midway is dropped
-            self._cancelled(run)
-            stats.prefill_ms = (time.perf_counter() - t) * 1000
-            stats.prefilled_tokens = done - reused
-            return None
+        while len(prompt) - done > chunk:
+            done += chunk
+            state.target.advance(prompt[:done], keep=1)
+            stats.target_forwards += 1
+            if self._cancelled(run):
+                stats.prefill_ms = (time.perf_counter() - t) * 1000
+                stats.prefilled_tokens = done - reused
+                return None
+        adv = state.target.advance(prompt, keep=1)
         stats.prefill_ms = (time.perf_counter() - t) * 1000
         stats.prefilled_tokens = len(prompt) - reused
         stats.target_forwards += 1

@@ -22,7 +22,6 @@ transformers' forward otherwise. Knows nothing of drafting, documents or presets
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +37,6 @@ ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depend
 # prefill chunk) attend in one masked product: both modes prefill alike.
 EXACT_ROWS = quant.PREFILL_ROWS
 GROW = 256  # the cache grows by this many positions at a time
-
-
-class Interrupted(Exception):
-    """A pass stopped between layers (`LeanDecoder.forward`'s `stop`); the cache is unchanged."""
-
-
 LEAN_ATTR = "_spec_lsp_lean"  # where `attach` puts a model's LeanDecoder
 
 
@@ -243,19 +236,12 @@ class LeanDecoder:
 
     @torch.inference_mode()
     def forward(
-        self,
-        ids: list[int],
-        cache: LeanCache,
-        keep: int = 1,
-        all_hidden: bool = False,
-        stop: Callable[[], bool] | None = None,
+        self, ids: list[int], cache: LeanCache, keep: int = 1, all_hidden: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Runs `ids` after the `cache.length` cached positions and appends them to the cache.
 
         Returns the logits of the last `keep` positions [keep, V] (float32), their final normed
-        hidden states [keep, H], and with `all_hidden` those of every fed position [n, H].
-        `stop()` is asked between layers of a pass over more than `EXACT_ROWS` tokens (a prefill
-        chunk): when it says so, `Interrupted` is raised and the cache is left as it was."""
+        hidden states [keep, H], and with `all_hidden` those of every fed position [n, H]."""
         n, start = len(ids), cache.length
         self.passes += 1
         cache.reserve(start + n)
@@ -263,10 +249,7 @@ class LeanDecoder:
         rot = self._rotation(start, n)
         heads, qk_heads = self.heads, self.heads + self.kv_heads
         qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim
-        check = stop if n > EXACT_ROWS else None
         for i, layer in enumerate(self.layers):
-            if check is not None and check():
-                raise Interrupted(f"stopped at layer {i} of {len(self.layers)}")
             qkv = layer.qkv(F.rms_norm(h, (self.hidden,), layer.norm1, self.eps))
             qk = torch.view_as_complex(qkv[:, :qk_width].to(self.dtype).view(n, qk_heads, -1, 2))
             qk = torch.view_as_real(qk * rot).view(n, qk_heads, -1)

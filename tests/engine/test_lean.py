@@ -136,28 +136,3 @@ def test_qwen2_with_biases_matches_transformers_and_bfloat16_models_keep_theirs(
     got, _, _ = decoder.forward([i % 128 for i in ids], decoder.new_cache(), keep=20)
     torch.testing.assert_close(got, ref, atol=2e-4, rtol=2e-4)
     assert not lean.LeanDecoder.supports(model.to(torch.bfloat16))
-
-
-def test_a_long_pass_stops_between_layers_and_leaves_the_cache_as_it_was() -> None:
-    decoder = lean.LeanDecoder(_model())
-    ids = _ids(80, seed=6)
-    cache = decoder.new_cache()
-    decoder.forward(ids[:20], cache)
-    asked: list[int] = []
-
-    def stop() -> bool:
-        asked.append(1)
-        return len(asked) >= 2  # stop before the second layer
-
-    try:
-        decoder.forward(ids[20:60], cache, stop=stop)
-        raise AssertionError("not interrupted")
-    except lean.Interrupted:
-        pass
-    assert cache.length == 20 and len(asked) == 2
-    before = decoder.forward(ids[20:60], cache, keep=1)[0]  # the same pass again, unstopped
-    cache.crop(-40)
-    assert torch.equal(before, decoder.forward(ids[20:60], cache, keep=1, stop=lambda: False)[0])
-    asked.clear()
-    decoder.forward(ids[60:70], cache, stop=stop)  # decode-sized passes are never stopped
-    assert asked == []
