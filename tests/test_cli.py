@@ -26,3 +26,18 @@ def test_help_lists_every_command_without_importing_model_or_lsp_libraries() -> 
     assert heavy == []
     for name in ("bench", "complete", "distill", "models", "record", "replay", "serve", "trim"):
         assert name in commands
+
+
+def test_models_list_aligns_long_names_and_names_a_remote_presets_engine() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "spec_lsp.cli", "models", "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.splitlines()
+    header, rows = out[0], {line.split()[0]: line for line in out[1:] if line.strip()}
+    column = header.index("offline")
+    assert all(line[column - 1] == " " and line[column] != " " for line in rows.values()), out
+    assert "llama-server" in rows["remote-llama-server"].split()
+    assert "openai-compatible" in rows["remote-vllm-qwen2.5-coder-7b"].split()

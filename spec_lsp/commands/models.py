@@ -33,7 +33,10 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "draft": p.draft,
                 "method": p.method,
                 "fim": p.fim,
-                "weights": f"{weights_label(p, 'cpu')}/{weights_label(p, 'cuda')}",
+                # A remote engine's weights are its server's business: the column names the kind.
+                "weights": p.backend.kind
+                if p.backend
+                else f"{weights_label(p, 'cpu')}/{weights_label(p, 'cuda')}",
                 "backend": p.backend.kind if p.backend else "local",
                 "offline": p.backend is None and all(is_available_offline(s) for s in sources),
                 "description": p.description,
@@ -42,14 +45,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    width = max([len("preset"), *(len(str(r["name"])) for r in rows)])
     print(
-        f"{'preset':<22} {'offline':<8} {'method':<7} {'fim':<10} {'weights cpu/cuda':<18} "
+        f"{'preset':<{width}} {'offline':<8} {'method':<7} {'fim':<10} {'weights cpu/cuda':<18} "
         "target / draft"
     )
     for r in rows:
         pair = f"{r['target']} / {r['draft'] or '-'}"
         print(
-            f"{r['name']:<22} {_where(r):<8} {r['method']:<7} {r['fim']:<10} "
+            f"{r['name']:<{width}} {_where(r):<8} {r['method']:<7} {r['fim']:<10} "
             f"{r['weights']:<18} {pair}"
         )
     return 0
