@@ -388,6 +388,22 @@ def build_server(
         if ls.service is not None:
             ls.service.did_close(params.text_document.uri)
 
+    every_file = types.FileOperationRegistrationOptions(
+        filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
+    )
+
+    @server.feature(types.WORKSPACE_DID_DELETE_FILES, every_file)
+    def workspace_did_delete_files(ls: SpecServer, params: types.DeleteFilesParams) -> None:
+        if ls.service is not None:  # other files' context: a file that is gone leaves it
+            for file in params.files:
+                ls.service.neighbours.drop(file.uri)
+
+    @server.feature(types.WORKSPACE_DID_RENAME_FILES, every_file)
+    def workspace_did_rename_files(ls: SpecServer, params: types.RenameFilesParams) -> None:
+        if ls.service is not None:
+            for file in params.files:
+                ls.service.neighbours.rename(file.old_uri, file.new_uri)
+
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def text_document_inline_completion(
         ls: SpecServer, params: types.InlineCompletionParams

@@ -8,8 +8,9 @@ keeps `RING_SIZE` chunks in a stable order (a chunk edited again is updated in p
 goes last and the oldest is dropped), as llama.vscode does (16 chunks of 64 lines).
 
 This module owns the ring and the rendering of its chunks for a prompt, with each model family's
-file markers (Qwen2.5-Coder's `<|file_sep|>`, a comment line naming the file for the others). It
-knows nothing of the model, LSP or the syntax layer.
+file markers (Qwen2.5-Coder's `<|file_sep|>`, a comment line naming the file for the others). A
+closed document's chunks stay (recently opened); a deleted file's go, a renamed one's follow its
+new name (`drop`, `rename`). It knows nothing of the model, LSP or the syntax layer.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Neighbours:
             del self._pending[old]
         if len(text.strip()) >= MIN_CHUNK_CHARS:
             self._pending[key] = text
+        while len(self._pending) > self.size:  # more would push each other out of the ring
+            self._pending.popitem(last=False)
 
     def settle(self, keep: str = "") -> bool:
         """Moves pending notes into the ring (on idle), but those of document `keep` (the one
@@ -65,8 +68,31 @@ class Neighbours:
         return changed
 
     def forget(self, uri: str) -> None:
+        """A closed document: its note not yet in the ring goes; its chunks stay (a file
+        recently open is still worth its context) until newer ones push them out."""
         for key in [k for k in self._pending if k[0] == uri]:
             del self._pending[key]
+
+    def drop(self, uri: str) -> bool:
+        """A deleted file, or every file under a deleted folder: its chunks and notes go (a
+        prompt must not show a file that is gone). True when the ring changed."""
+        ring = len(self._ring)
+        for table in (self._ring, self._pending):
+            for key in [k for k in table if _under(k[0], uri)]:
+                del table[key]
+        return len(self._ring) != ring
+
+    def rename(self, old: str, new: str) -> None:
+        """A file (or folder) renamed: its chunks and notes go by the new name, in place."""
+        old, new = old.rstrip("/"), new.rstrip("/")
+        for table in (self._ring, self._pending):
+            if any(_under(uri, old) for uri, _ in table):
+                renamed = [
+                    ((new + uri[len(old) :] if _under(uri, old) else uri, start), text)
+                    for (uri, start), text in table.items()
+                ]
+                table.clear()
+                table.update(renamed)
 
     def chunks(self, exclude: str, text: str = "") -> list[tuple[str, str]]:
         """(file name, text) of the ring's chunks of other documents, oldest first, but those
@@ -76,6 +102,11 @@ class Neighbours:
             for (uri, _), chunk in self._ring.items()
             if uri != exclude and chunk not in text
         ]
+
+
+def _under(uri: str, target: str) -> bool:
+    """`uri` is `target`, or a file inside the folder `target`."""
+    return uri == target or uri.startswith(target.rstrip("/") + "/")
 
 
 def markers(
