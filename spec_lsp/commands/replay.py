@@ -62,6 +62,12 @@ def register(subparsers: Any) -> None:
     synth.add_argument(
         "--region", action="append", default=[], help="type these functions (by name), not drawn"
     )
+    synth.add_argument(
+        "--line-pause-ms",
+        type=float,
+        help="pause this long (to 1.5 times) at every line's start, as a user reading the "
+        "suggestion before accepting it (default: 65%% of lines, 450-1600 ms)",
+    )
     replay.set_defaults(func=run_replay)
 
 
@@ -131,7 +137,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_synthesize(args: argparse.Namespace) -> int:
-    from spec_lsp.replay.synthesize import synthesize
+    from spec_lsp.replay.synthesize import Timing, patient, synthesize
 
     files = [Path(p) for p in args.inputs[1:]]
     if not files or args.out is None:
@@ -146,6 +152,7 @@ def run_synthesize(args: argparse.Namespace) -> int:
             args.min_chars,
             args.max_chars,
             tuple(args.region),
+            Timing() if args.line_pause_ms is None else patient(args.line_pause_ms),
         )
     except (OSError, UnicodeDecodeError) as exc:
         print(f"spec-lsp replay {SYNTHESIZE}: {exc}", file=sys.stderr)

@@ -75,6 +75,12 @@ class Timing:
     end_ms: float = 2500.0  # after the last keystroke, before didClose
 
 
+def patient(line_pause_ms: float) -> Timing:
+    """Timing of a user who, at every line's start, waits `line_pause_ms` to 1.5 times that
+    for the suggestion and reads it before typing on (or accepting it, in a replay)."""
+    return Timing(line_pause=(1.0, line_pause_ms, line_pause_ms * 1.5))
+
+
 @dataclass(frozen=True)
 class Region:
     name: str
@@ -257,13 +263,14 @@ def synthesize(
     min_chars: int = 80,
     max_chars: int = 300,
     names: tuple[str, ...] = (),
+    timing: Timing = Timing(),
 ) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for path in files:
         text = path.read_text(encoding="utf-8")
         for region in pick_regions(path, text, per_file, min_chars, max_chars, seed, names):
-            session = build_session(path, text, region, seed)
+            session = build_session(path, text, region, seed, timing)
             out = out_dir / f"{session.name}.jsonl"
             write_session(out, session)
             written.append(out)

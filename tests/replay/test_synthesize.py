@@ -13,6 +13,7 @@ from spec_lsp.replay.synthesize import (
     Timing,
     build_session,
     line_regions,
+    patient,
     python_regions,
     synthesize,
 )
@@ -124,3 +125,18 @@ def test_timing_has_bursts_and_pauses(tmp_path: Path) -> None:
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert statistics.median(gaps) < 250
     assert sum(g >= 300 for g in gaps) >= 3
+
+
+def test_a_patient_user_pauses_at_every_line_start(source: Path, tmp_path: Path) -> None:
+    """`--line-pause-ms`: time to read the suggestion (and, in a replay, for the prefetch of
+    the suggestion after its accept to finish) before typing on or accepting."""
+    [path] = synthesize([source], tmp_path, seed=0, per_file=1, min_chars=10, timing=patient(900))
+    session = read_session(path)
+    changes = [e for e in session.events if e.method == "textDocument/didChange"]
+    after_enter = [
+        later.t - change.t
+        for change, later in zip(changes, changes[1:], strict=False)
+        if change.msg["params"]["contentChanges"][0]["text"].startswith("\n")
+    ]
+    assert after_enter and all(gap >= 900 for gap in after_enter)
+    assert final_text(session) == SOURCE
