@@ -49,6 +49,7 @@ class ServerStats:
     stale: int = 0  # computed, then discarded because the document had changed
     empty: int = 0
     generated: int = 0  # requests that ran the model
+    failed: int = 0  # model calls a remote engine failed (refused, 5xx, reset...): no latency
     cache_hits: int = 0
     typed_through: int = 0
     prefetched: int = 0  # suggestions computed ahead, on idle time, for an accept to come
@@ -72,6 +73,9 @@ class ServerStats:
     model_ms_ema: float | None = None
 
     def record_generation(self, g: GenerationStats, queue_ms: float) -> None:
+        if g.stop_reason == "error":  # a remote engine's failure: its time is not decode latency
+            self.failed += 1
+            return
         self.generated += 1
         self.proposed_tokens += g.proposed_tokens
         self.accepted_tokens += g.accepted_tokens
@@ -103,6 +107,7 @@ class ServerStats:
             "stale": self.stale,
             "empty": self.empty,
             "generated": self.generated,
+            "failed": self.failed,
             "cacheHits": self.cache_hits,
             "typedThrough": self.typed_through,
             "prefetch": {

@@ -127,9 +127,9 @@ class CompletionService:
     def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
         out = self.stats.to_wire(model)
         out["running"], out["streaming"] = self.live.counts()
-        engine_stats = getattr(self.worker.backend, "engine_stats", None)
-        if engine_stats is not None and (figures := engine_stats()) is not None:
-            out["engineMetrics"] = figures  # a remote engine's /metrics counters
+        for key, name in (("engineMetrics", "engine_stats"), ("remoteWarmups", "warmup_stats")):
+            if (figures := getattr(self.worker.backend, name, lambda: None)()) is not None:
+                out[key] = figures  # a remote engine's /metrics counters, its warm-ups
         out["documents"] = len(self.docs)
         return out
 

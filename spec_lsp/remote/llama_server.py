@@ -11,7 +11,8 @@ a pause and keeps its order, so `input_extra` is byte-identical from keystroke t
 slot's prompt cache holds. With `slots` in the preset, each document has its own `id_slot`
 (`slots.py`). Greedy sampling (`top_k` 1) unless a temperature is asked; `cache_prompt` keeps the
 slot's KV for the next keystroke; `timings_per_token` makes every chunk carry the engine's figures,
-so a stream closed early still reports them.
+so a stream closed early still reports them. A request closed before its first token is sent
+again prompt-only (`warmup_body`, `warmup.py`), so the slot's prompt cache keeps up with typing.
 
 count_tokens asks the server's `/tokenize` (one short request), and falls back to the chars/4
 estimate when it cannot.
@@ -73,6 +74,7 @@ class LlamaServerBackend(RemoteBackend):
             self._files.pop(doc_id, None)
 
     def forget(self, doc_id: str) -> None:
+        super().forget(doc_id)
         self.slots.forget(doc_id)
         self._files.pop(doc_id, None)
 
@@ -108,6 +110,13 @@ class LlamaServerBackend(RemoteBackend):
             "input_suffix": suffix,
             **body,
         }
+
+    def warmup_body(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The same prompt, slot and endpoint, not streamed, no token wanted: llama-server
+        evaluates the whole prompt into the slot's cache (`cache_prompt`) and answers once."""
+        warm = {k: v for k, v in body.items() if k not in ("stop", "timings_per_token")}
+        warm.update(n_predict=0, stream=False, cache_prompt=True)
+        return warm
 
     def read_chunk(self, data: dict[str, Any]) -> Chunk:
         text = data.get("content", "")

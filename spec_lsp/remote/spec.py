@@ -13,6 +13,8 @@
                                      # 0, the default: any idle slot
     metrics_interval_s = 5.0         # poll /metrics for speculative counters at most this often
                                      # (after a generation, never on a keystroke); 0: never
+    warmup = true                    # llama-server: a superseded request's prompt is evaluated
+                                     # again, prompt-only, so the slot's cache keeps up (warmup.py)
 
 The key's value is read only when a request is sent; it is never part of this object's repr,
 of a log line or of stats.
@@ -44,6 +46,7 @@ class RemoteSpec:
     fim: str = "none"  # the preset's FIM family (llama-server: /infill unless "none")
     slots: int = 0  # llama-server: documents spread over this many id_slots (0: any idle slot)
     metrics_interval_s: float = 5.0  # the least time between two /metrics polls (0: never)
+    warmup: bool = True  # llama-server: prompt-only warm-ups for superseded requests
 
     @property
     def base_url(self) -> str:
@@ -82,6 +85,7 @@ def parse_backend(preset: str, table: object, fim: str = "none") -> RemoteSpec |
             fim=fim,
             slots=_count(table.get("slots", 0), "slots"),
             metrics_interval_s=float(table.get("metrics_interval_s", 5.0)),
+            warmup=_flag(table.get("warmup", True), "warmup"),
         )
     except (TypeError, ValueError) as exc:
         raise RemoteSpecError(f"preset {preset!r}: [backend]: {exc}") from exc
@@ -90,6 +94,12 @@ def parse_backend(preset: str, table: object, fim: str = "none") -> RemoteSpec |
 def _count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a whole number >= 0")
+    return value
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false")
     return value
 
 

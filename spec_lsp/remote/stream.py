@@ -26,11 +26,13 @@ from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationS
 from spec_lsp.remote.health import Health
 from spec_lsp.remote.metrics import MetricsPoller
 from spec_lsp.remote.spec import RemoteSpec
+from spec_lsp.remote.warmup import Warmer
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.005  # how often the cancel token is looked at while a chunk is awaited
 CHARS_PER_TOKEN = 4.0  # count_tokens' estimate when the server cannot tokenize
+WARMUP_READ_S = 120.0  # a warm-up answers only once its whole prompt is evaluated
 
 
 class RemoteError(Exception):
@@ -51,6 +53,7 @@ class _Progress:
     chunks: int = 0
     stop_reason: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    sent: tuple[str, dict[str, Any]] | None = None  # (path, body) once the request was sent
 
 
 class RemoteBackend:
@@ -66,6 +69,10 @@ class RemoteBackend:
         self._client: httpx.AsyncClient | None = None
         self.requests = 0
         self.metrics = MetricsPoller(self._fetch_metrics, spec.metrics_interval_s)
+        self._warm_client: httpx.Client | None = None  # used by the warm-up thread only
+        self.warmer: Warmer | None = None
+        if spec.warmup and type(self).warmup_body is not RemoteBackend.warmup_body:
+            self.warmer = Warmer(self._send_warmup, self._warmup_failed, self.health.backing_off)
 
     # -- what subclasses say ------------------------------------------------------------------
     def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
@@ -76,6 +83,11 @@ class RemoteBackend:
 
     def fill_stats(self, stats: GenerationStats, figures: dict[str, Any]) -> None:
         """Copies the engine's own figures (prompt cached/evaluated, drafted/accepted)."""
+
+    def warmup_body(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The prompt-only form of a sent request's body (`warmup.py`); a backend that does not
+        override it sends no warm-ups."""
+        raise NotImplementedError
 
     # -- Backend ------------------------------------------------------------------------------
     def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -94,6 +106,8 @@ class RemoteBackend:
                 self._failed(str(exc), stats)
             except httpx.HTTPError as exc:
                 self._failed(_describe(exc, self.spec), stats)
+            if progress.stop_reason == "cancelled" and not progress.chunks:
+                self._warm_up(request, progress)
         text = "" if stats.stop_reason == "error" else progress.text
         stats.generated_tokens = progress.chunks
         self.fill_stats(stats, progress.stats)
@@ -107,7 +121,9 @@ class RemoteBackend:
         return max(1, round(len(text) / CHARS_PER_TOKEN)) if text else 0
 
     def forget(self, doc_id: str) -> None:
-        """The engine keeps its own prompt cache; nothing is held here per document."""
+        """The engine keeps its own prompt cache; only a waiting warm-up is dropped here."""
+        if self.warmer is not None:
+            self.warmer.forget(doc_id)
 
     def status(self) -> dict[str, object]:
         return self.health.status()
@@ -117,8 +133,17 @@ class RemoteBackend:
         engine exposes none); for `spec-lsp/stats`."""
         return self.metrics.figures
 
+    def warmup_stats(self) -> dict[str, int] | None:
+        """Prompt-only warm-ups sent for superseded requests (None when this backend sends
+        none); for `spec-lsp/stats`."""
+        return None if self.warmer is None else self.warmer.stats()
+
     def close(self) -> None:
         self.metrics.stop()
+        if self.warmer is not None:
+            self.warmer.stop()
+        if self._warm_client is not None:
+            self._warm_client.close()  # a warm-up in flight ends with it
         if self._loop is not None:
             if self._client is not None:
                 self._loop.run_until_complete(self._client.aclose())
@@ -131,6 +156,42 @@ class RemoteBackend:
         log.warning("%s: %s", self.health.where, why)
         self.health.failed(why)
         stats.stop_reason = "error"
+
+    def _warm_up(self, request: GenerationRequest, progress: _Progress) -> None:
+        """A request closed before its first token: its prompt was still being evaluated, so the
+        same prompt goes again as a prompt-only request that no keystroke cancels."""
+        if self.warmer is not None and progress.sent is not None:
+            path, body = progress.sent
+            self.warmer.offer(request.doc_id or "", path, self.warmup_body(path, body))
+
+    def _send_warmup(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One prompt-only request, blocking (in the warm-up thread): the engine's JSON answer."""
+        if self._warm_client is None:
+            s = self.spec
+            timeout = httpx.Timeout(
+                max(WARMUP_READ_S, s.read_timeout_s), connect=s.connect_timeout_s
+            )
+            self._warm_client = httpx.Client(
+                base_url=s.base_url, timeout=timeout, verify=s.verify_tls
+            )
+        response = self._warm_client.post(path, json=body, headers=self.spec.headers())
+        if response.status_code >= 400:
+            detail = response.text[:200].strip()
+            raise RemoteError(f"HTTP {response.status_code} from {path} (warm-up): {detail}")
+        answer = response.json()
+        if not isinstance(answer, dict):
+            raise RemoteError(f"malformed answer from {path} (warm-up)")
+        return answer
+
+    def _warmup_failed(self, exc: Exception) -> None:
+        if isinstance(exc, httpx.HTTPError):
+            why = _describe(exc, self.spec, WARMUP_READ_S) + " (warm-up)"
+        elif isinstance(exc, RemoteError):
+            why = str(exc)
+        else:
+            why = f"warm-up failed: {type(exc).__name__}"
+        log.warning("%s: %s", self.health.where, why)
+        self.health.failed(why)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -175,6 +236,7 @@ class RemoteBackend:
 
     async def _stream(self, request: GenerationRequest, progress: _Progress) -> None:
         path, body = self.endpoint(request)
+        progress.sent = (path, body)
         self.requests += 1
         client = self.client()
         async with client.stream("POST", path, json=body, headers=self.spec.headers()) as response:
@@ -240,14 +302,15 @@ def _append(request: GenerationRequest, progress: _Progress, piece: str) -> bool
     return keep is not None
 
 
-def _describe(exc: httpx.HTTPError, spec: RemoteSpec) -> str:
-    """An httpx failure in words, for the status."""
+def _describe(exc: httpx.HTTPError, spec: RemoteSpec, read_s: float = 0.0) -> str:
+    """An httpx failure in words, for the status (`read_s`: a longer read timeout than the
+    spec's was used)."""
     if isinstance(exc, httpx.ConnectError):
         return "connection refused or unreachable (is the engine running?)"
     if isinstance(exc, httpx.ConnectTimeout):
         return f"no connection within {spec.connect_timeout_s:g} s"
     if isinstance(exc, httpx.ReadTimeout):
-        return f"no answer within {spec.read_timeout_s:g} s (engine slow or stuck)"
+        return f"no answer within {max(read_s, spec.read_timeout_s):g} s (engine slow or stuck)"
     if isinstance(exc, httpx.RemoteProtocolError):
         return "connection closed mid-answer"
     if isinstance(exc, httpx.ReadError):

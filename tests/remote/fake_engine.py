@@ -3,6 +3,10 @@
 `mode` picks the behaviour of the next requests: "ok", "5xx", "malformed" (a bad chunk after
 two good ones), "reset" (the connection dropped mid-stream), "slow" (no chunk for a long time).
 Each request's body is kept, and `closed` counts streams the client closed before their end.
+`prefill_s`: silence before a stream's first chunk (a prompt being evaluated). A non-streamed
+request (`stream: false`, the backend's prompt-only warm-up) is answered as llama-server does, one
+JSON object, after `warm_delay_s`, or HTTP 503 when `warm_mode` is "5xx"; `warm_bodies` keeps them
+and `warm_done` counts those answered.
 `GET /metrics` answers `metrics` (Prometheus text), or 501 as llama-server without `--metrics`
 when it is None.
 """
@@ -29,6 +33,11 @@ class FakeEngine:
         self.sent: list[int] = []  # chunks written per request
         self.metrics: str | None = None
         self.metrics_gets = 0
+        self.prefill_s = 0.0
+        self.warm_delay_s = 0.0
+        self.warm_mode = "ok"
+        self.warm_bodies: list[dict[str, Any]] = []
+        self.warm_done = 0
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,6 +53,17 @@ class FakeEngine:
                 engine.paths.append(self.path)
                 if self.path == "/tokenize":
                     self._json({"tokens": list(range(len(body.get("content", "")) // 3))})
+                    return
+                if body.get("stream") is False:
+                    engine.warm_bodies.append(body)
+                    time.sleep(engine.warm_delay_s)
+                    if engine.warm_mode == "5xx":
+                        self._json({"error": "overloaded"}, 503)
+                        return
+                    n = len(str(body.get("prompt", ""))) // 3
+                    timings = {"cache_n": 0, "prompt_n": n, "predicted_n": 1}
+                    self._json({"content": "\n", "tokens_evaluated": n, "timings": timings})
+                    engine.warm_done += 1
                     return
                 engine.serve(self)
 
@@ -103,6 +123,9 @@ class FakeEngine:
         h.end_headers()
         sent = 0
         try:
+            if self.prefill_s:
+                self._write(h, b": evaluating the prompt\n\n")  # llama-server sends headers at once
+                time.sleep(self.prefill_s)
             for i, piece in enumerate(self.pieces):
                 if self.mode == "slow":
                     time.sleep(30)

@@ -147,3 +147,41 @@ async def test_the_engines_metrics_counters_reach_the_stats(fake: FakeEngine) ->
         "acceptance": 0.25,
     }
     assert wire["proposedTokens"] == 6  # this editor's own requests' draft_n, beside them
+
+
+async def test_a_refused_request_counts_as_a_failure_not_as_decode_latency(
+    fake: FakeEngine,
+) -> None:
+    service = await service_on(fake)
+    fake.stop()  # nothing listens on the port: each request is refused at once
+    service.did_open(MAIN, "python", 1, MAIN_TEXT)
+    assert await service.complete(MAIN, *end(service, MAIN), "utf-16") is None
+    deadline = time.monotonic() + 5
+    while service.stats.failed == 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    wire = service.stats_wire({})
+    assert (wire["failed"], wire["generated"]) == (1, 0)
+    latency = wire["latencyMs"]
+    assert latency["decode"]["n"] == latency["prefill"]["n"] == latency["queue"]["n"] == 0
+    assert service.stats.model_ms_ema is None  # a failure does not stretch the debounce either
+
+
+async def test_a_keystroke_during_the_prompts_evaluation_leaves_a_warm_up(
+    fake: FakeEngine,
+) -> None:
+    fake.prefill_s = 1.0  # the engine is still evaluating the prompt when the keystroke comes
+    service = await service_on(fake, fim="none")
+    service.did_open(MAIN, "python", 1, MAIN_TEXT)
+    first = asyncio.ensure_future(service.complete(MAIN, *end(service, MAIN), "utf-16"))
+    deadline = time.monotonic() + 5
+    while not fake.bodies and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    fake.prefill_s = 0.0
+    after = await keystroke(service, 2, "r")  # supersedes the first; its own request runs at once
+    assert await first is None and after == "r.width * r.height"
+    while service.stats_wire({})["remoteWarmups"]["done"] == 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    warmups = service.stats_wire({})["remoteWarmups"]
+    assert (warmups["done"], warmups["failed"]) == (1, 0)
+    assert fake.warm_bodies[0]["prompt"] == fake.bodies[0]["prompt"]  # the superseded prompt
+    assert fake.warm_bodies[0]["n_predict"] == 0
