@@ -100,22 +100,29 @@ def accepted_id(record: RequestRecord) -> Any:
 
 
 def figures(traces: list[SessionTrace], server_stats: Any) -> dict[str, Any]:
-    """accepts, accept -> next suggestion (ms, over those with one) and prefetch hits."""
+    """accepts, accept -> next suggestion (ms, over those with one; each listed), the accepts
+    whose next request answered nothing (superseded by the next key, or nothing to suggest) and
+    prefetch hits."""
     waits: list[float] = []
+    empty: list[float] = []  # accepts whose next request was answered, with no suggestion
     accepts = 0
     for trace in traces:
         for record in trace.requests:
             if record.accepted_at is None:
                 continue
             accepts += 1
-            if record.arrived is not None and suggestion_of(record, trace.encoding) is not None:
-                waits.append((record.arrived - record.accepted_at) * 1000.0)
+            if record.arrived is None or record.error is not None:
+                continue
+            wait = (record.arrived - record.accepted_at) * 1000.0
+            (waits if suggestion_of(record, trace.encoding) is not None else empty).append(wait)
     prefetch = (server_stats or {}).get("prefetch") or {} if isinstance(server_stats, dict) else {}
     hits = prefetch.get("hits")
     return {
         "accepts": accepts,
         "accepts_with_suggestion": len(waits),
         "accept_to_suggestion_ms": percentiles(waits, (50, 90)),
+        "accept_waits_ms": sorted(round(w, 1) for w in waits),  # each, for the record
+        "accepts_answered_empty": len(empty),
         "prefetch_hits": hits,
         "accepts_from_prefetch": round(hits / accepts, 3) if accepts and hits is not None else None,
     }

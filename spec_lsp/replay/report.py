@@ -27,6 +27,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("predicted_chars", "predicted chars"),
     ("accepts", "accepts"),
     ("accepts_with_suggestion", "accepts with a next suggestion"),
+    ("accepts_answered_empty", "accepts answered empty"),
     ("accept_to_suggestion_ms.p50", "accept->suggestion p50 ms"),
     ("accept_to_suggestion_ms.p90", "accept->suggestion p90 ms"),
     ("prefetch_hits", "prefetch hits"),

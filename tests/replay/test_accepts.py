@@ -31,6 +31,7 @@ def test_keys_that_type_the_shown_suggestion_become_its_accept(tmp_path: Path) -
     assert (figures["accepts"], figures["accepts_with_suggestion"]) == (1, 1)
     wait = figures["accept_to_suggestion_ms"]
     assert isinstance(wait, dict) and wait["p50"] is not None and wait["p50"] < 1000
+    assert figures["accept_waits_ms"] == [wait["p50"]] and figures["accepts_answered_empty"] == 0
     assert figures["typed_chars"] == len(TYPED)  # one key, then the accepted rest
     assert figures["prefetch_hits"] is None  # the fake server has no prefetch
 
