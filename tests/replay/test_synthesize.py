@@ -140,3 +140,26 @@ def test_a_patient_user_pauses_at_every_line_start(source: Path, tmp_path: Path)
     ]
     assert after_enter and all(gap >= 900 for gap in after_enter)
     assert final_text(session) == SOURCE
+
+
+ACCEPT_SESSIONS = Path(__file__).parents[1] / "sessions-accept"
+STDLIB = Path("/usr/lib/python3.11")
+
+
+def test_the_accept_sessions_are_valid_and_come_from_their_documented_command(
+    tmp_path: Path,
+) -> None:
+    """docs/sessions.md's command gives tests/sessions-accept/ byte for byte."""
+    sessions = sorted(ACCEPT_SESSIONS.glob("*.jsonl"))
+    assert len(sessions) == 7
+    for path in sessions:
+        assert read_session(path).duration_ms > 30_000
+    files = [
+        STDLIB / f"{n}.py" for n in ("genericpath", "posixpath", "heapq", "reprlib", "operator")
+    ]
+    if not all(f.exists() for f in files):
+        pytest.skip("the standard library's sources are not at /usr/lib/python3.11")
+    names = ("isdir", "isfile", "lexists", "_heappop_max", "repr_frozenset", "repr_set", "indexOf")
+    written = synthesize(files, tmp_path, seed=0, names=names, timing=patient(4000))
+    assert sorted(p.name for p in written) == [p.name for p in sessions]
+    assert all((tmp_path / p.name).read_bytes() == p.read_bytes() for p in sessions)
