@@ -3,10 +3,12 @@
 transformers' forward builds masks, position tensors, cache objects and dispatches ~40 small ops a
 layer; at one to a dozen new tokens over 30 layers of a 135M model that overhead, not the weights,
 sets the cost of a pass once the weights are packed (`quant`). `LeanDecoder` takes the loaded
-model's own modules and weights (no copy of a dense weight) and runs the same mathematics with:
+model's own modules and weights and runs the same mathematics with:
 
 - fused products: q, k and v in one packed product, gate and up in another (codes and scales are
-  concatenated as they are, so the numbers are the layers' own);
+  concatenated as they are, so the numbers are the layers' own); the model's separate layers
+  become slices of the fused ones (`compact.FusedSlice`), so each weight is resident once and
+  transformers' forward still works;
 - rotary embedding as one complex multiplication (the q and k rows of each head are permuted once
   at load so that the pairs rotated together sit side by side; attention scores are unchanged);
 - a KV cache of preallocated per-layer tensors that grows in steps (`LeanCache`; rollback after a
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spec_lsp.engine import fusion, quant
+from spec_lsp.engine import compact, fusion, quant
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
@@ -44,6 +46,8 @@ def attach(model: nn.Module) -> bool:
     """Gives `model` a `LeanDecoder` (which `cache.ModelState` then runs) when it can have one
     (`LeanDecoder.supports`, on a CPU); returns whether it did."""
     device = next(model.parameters()).device
+    if lean_of(model) is not None:
+        return True
     if device.type != "cpu" or not LeanDecoder.supports(model):
         return False
     object.__setattr__(model, LEAN_ATTR, LeanDecoder(model))
@@ -133,6 +137,16 @@ def _kernel(layer: nn.Module) -> Any:
     return dense
 
 
+def _out_features(layer: nn.Module) -> int:
+    out = getattr(layer, "out_features", None)
+    if out is None:  # a dense layer of another kind
+        weight = getattr(layer, "weight", None)
+        if not isinstance(weight, torch.Tensor):
+            raise TypeError(f"cannot tell the output width of {type(layer).__name__}")
+        out = weight.shape[0]
+    return int(out)
+
+
 def _pair_order(heads: int, head_dim: int) -> torch.Tensor:
     """Row order that puts each head's rotated pair (j, j + head_dim / 2) side by side."""
     half = head_dim // 2
@@ -167,7 +181,7 @@ class LeanDecoder:
         self.scale = self.head_dim**-0.5
         self.dtype = next(model.parameters()).dtype  # the residual stream's dtype
         self.device = next(model.parameters()).device
-        self.embed = base.embed_tokens.weight
+        self.embed = base.embed_tokens  # an nn.Embedding or a `compact.Q8Embedding`
         rotary = base.rotary_emb
         self.inv_freq = rotary.inv_freq.detach().float().to(self.device)
         self.rope_scale = float(getattr(rotary, "attention_scaling", 1.0))
@@ -178,10 +192,20 @@ class LeanDecoder:
         self._fused: list[nn.Module] = []  # the fused layers whose buffers the kernels read
         for layer in base.layers:
             attn, mlp = layer.self_attn, layer.mlp
+            if isinstance(attn.q_proj, compact.FusedSlice):
+                raise ValueError("this model's layers are fused already: use lean.attach / lean_of")
             q = fusion.permute_rows(attn.q_proj, order_q)
             k = fusion.permute_rows(attn.k_proj, order_k)
             qkv = fusion.concat_rows([q, k, attn.v_proj])
             gate_up = fusion.concat_rows([mlp.gate_proj, mlp.up_proj])
+            # The separate layers, now only read by transformers' forward, become slices of
+            # the fused ones: one copy of each weight stays resident.
+            widths = [_out_features(x) for x in (attn.q_proj, attn.k_proj, attn.v_proj)]
+            attn.q_proj, attn.k_proj, attn.v_proj = compact.slices_of(
+                qkv, widths, [order_q, order_k, None]
+            )
+            widths = [_out_features(x) for x in (mlp.gate_proj, mlp.up_proj)]
+            mlp.gate_proj, mlp.up_proj = compact.slices_of(gate_up, widths, [None, None])
             self.layers.append(
                 _Layer(
                     norm1=layer.input_layernorm.weight,
@@ -245,7 +269,7 @@ class LeanDecoder:
         n, start = len(ids), cache.length
         self.passes += 1
         cache.reserve(start + n)
-        h = self.embed[torch.tensor(ids, device=self.device)].to(self.dtype)
+        h = self.embed(torch.tensor(ids, device=self.device)).to(self.dtype)
         rot = self._rotation(start, n)
         heads, qk_heads = self.heads, self.heads + self.kv_heads
         qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim

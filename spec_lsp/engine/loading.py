@@ -22,8 +22,9 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import draft_model, lean, quant
+from spec_lsp.engine import compact, draft_model, lean, quant
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
+from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
 from spec_lsp.engine.sources import (
@@ -129,6 +130,14 @@ def apply_weights(
         quant.apply_format(draft, fmt, output=out, skip=lambda name: name == "fc")
     elif draft is not None:
         quant.apply_format(draft, fmt, output=out)
+    # The embedding as the GGUF's Q8_0 blocks (the same rows, a quarter of the bytes); a feature
+    # head reads the target's embedding, so it takes the compact one too.
+    embed_blocks = blocks.get("model.embed_tokens.weight")
+    compacted = isinstance(embed_blocks, Q8Blocks) and compact.compact_embedding(
+        target, embed_blocks
+    )
+    if compacted and isinstance(draft, SpecHead):
+        draft.embed_tokens = target.get_input_embeddings()
     return label
 
 
@@ -241,6 +250,8 @@ def load_engine(
     weights = apply_weights(spec, target, draft, dev, random_weights)
     if spec.forward not in FORWARDS:
         raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} (known: {FORWARDS})")
+    if dev == "cpu":  # before `lean` takes references to the tensors
+        compact.own_storage(*(m for m in (target, draft) if isinstance(m, torch.nn.Module)))
     if spec.forward == "lean":
         for model in (target, draft):
             if isinstance(model, PreTrainedModel):

@@ -6,6 +6,7 @@ import pytest
 
 from spec_lsp.benchmarks.prompts import bench_prompts
 from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.engine.compact import Q8Embedding
 from spec_lsp.engine.loading import is_available_offline
 from spec_lsp.presets import load_engine
 
@@ -24,6 +25,8 @@ def test_bundled_model_loads_offline_and_completes_code(bundled) -> None:  # typ
     )
     assert result.text.strip()
     assert result.stats.generated_tokens > 0
+    # On a CPU the embedding stays the GGUF's Q8_0 blocks (every row checked equal at load).
+    assert isinstance(bundled.target.get_input_embeddings(), Q8Embedding)
 
 
 def test_bundled_speculative_output_equals_target_only_on_real_code(bundled) -> None:  # type: ignore[no-untyped-def]
