@@ -3,7 +3,8 @@
 `llama_server` (llama.cpp's server: `/completion`, `/infill`) and `openai` (vLLM and other
 OpenAI-compatible servers: `/v1/completions`) implement `spec_lsp.engine.api.Backend` with
 httpx's streaming; `stream` is the loop they share (stop callback, stop strings and cancellation
-close the stream; failures are empty answers with a reason and a back-off in `health`); `spec`
+close the stream; failures are empty answers with a reason and a back-off in `health`); `warmup`
+re-sends a superseded llama-server request prompt-only so the slot's cache keeps up; `spec`
 reads a preset's `[backend]` table. This room imports httpx and the torch-free `engine.api` and
 `prompt` modules only: no torch, transformers, LSP library, tree-sitter, server or completion.
 """

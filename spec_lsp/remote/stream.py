@@ -7,7 +7,9 @@ inference worker's thread (`Backend.generate` is blocking there). A watcher poll
 even while the server has not sent the next chunk (a long prefill). A failure (connection refused
 or reset, timeout, HTTP error, malformed chunk) is an empty result with stop_reason "error", and
 `Health` says why and when to try again. Subclasses say where to send a request and how to read
-one chunk (`Chunk`).
+one chunk (`Chunk`), and may give the prompt-only form of a request (`warmup_body`): a request
+closed before its first token is then handed to `warmup.Warmer`, which sends it again in a thread
+of its own so the engine's prompt cache keeps up with typing.
 """
 
 from __future__ import annotations
