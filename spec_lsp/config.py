@@ -31,6 +31,10 @@ class Options:
     kv_reuse: bool = True
     trust_remote_code: bool = False
     prefetch: bool = True  # after a suggestion, compute the one its accept would ask for
+    # An automatic request still generating after this many ms is answered with the complete lines
+    # streamed so far (trimmed as usual); the generation goes on, and what it adds answers the
+    # request after the accept. 0: always wait for the whole suggestion.
+    partial_ms: int = 250
 
     def language_enabled(self, language_id: str) -> bool:
         return "*" in self.enabled_languages or language_id in self.enabled_languages
@@ -67,6 +71,7 @@ _VALIDATORS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any]]] = {
     "kv_reuse": (lambda v: isinstance(v, bool), bool),
     "trust_remote_code": (lambda v: isinstance(v, bool), bool),
     "prefetch": (lambda v: isinstance(v, bool), bool),
+    "partial_ms": (lambda v: _is_int(v) and 0 <= v <= 60_000, int),
 }
 
 

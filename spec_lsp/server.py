@@ -444,25 +444,25 @@ def build_server(
     def did_accept_command(ls: SpecServer, *args: Any) -> None:
         sid = _suggestion_id(args[0]) if args else None
         if ls.service is not None and sid is not None:
-            ls.service.did_accept(sid)
+            ls.service.feedback.did_accept(sid)
 
     @server.feature(DID_SHOW)
     def spec_lsp_did_show_completion(ls: SpecServer, params: Any) -> None:
         sid = _suggestion_id(params)
         if ls.service is not None and sid is not None:
-            ls.service.did_show(sid)
+            ls.service.feedback.did_show(sid)
 
     @server.feature(DID_ACCEPT)
     def spec_lsp_did_accept_completion(ls: SpecServer, params: Any) -> None:
         sid = _suggestion_id(params)
         if ls.service is not None and sid is not None:
-            ls.service.did_accept(sid)
+            ls.service.feedback.did_accept(sid)
 
     @server.feature(DID_PARTIALLY_ACCEPT)
     def spec_lsp_did_partially_accept_completion(ls: SpecServer, params: Any) -> None:
         sid, length = _suggestion_id(params), _param(params, "acceptedLength")
         if ls.service is not None and sid is not None and isinstance(length, int):
-            ls.service.did_partially_accept(sid, length)
+            ls.service.feedback.did_partially_accept(sid, length)
 
     @server.feature(STATS)
     def spec_lsp_stats(ls: SpecServer, params: Any) -> dict[str, Any]:

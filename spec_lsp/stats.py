@@ -52,6 +52,7 @@ class ServerStats:
     failed: int = 0  # model calls a remote engine failed (refused, 5xx, reset...): no latency
     cache_hits: int = 0
     typed_through: int = 0
+    early: int = 0  # answered with the complete lines so far while the generation went on
     prefetched: int = 0  # suggestions computed ahead, on idle time, for an accept to come
     prefetch_cancelled: int = 0  # prefetches dropped for a keystroke or a real request
     prefetch_hits: int = 0  # requests answered by a prefetch, with no model call of their own
@@ -110,6 +111,7 @@ class ServerStats:
             "failed": self.failed,
             "cacheHits": self.cache_hits,
             "typedThrough": self.typed_through,
+            "earlyAnswers": self.early,
             "prefetch": {
                 "done": self.prefetched,
                 "cancelled": self.prefetch_cancelled,

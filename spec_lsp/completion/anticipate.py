@@ -15,7 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from spec_lsp.completion.feedback import Suggestion
-from spec_lsp.completion.live import GenerationFailed
+from spec_lsp.completion.live import GenerationFailed, Live
 from spec_lsp.completion.prefetch import Ahead, after_accept
 from spec_lsp.completion.reuse import Anchor
 from spec_lsp.completion.syntax_port import Cut
@@ -26,11 +26,24 @@ if TYPE_CHECKING:
 
 
 async def prefetch_after(
-    service: CompletionService, doc: Document, version: int, pos: tuple[int, int], shown: str
+    service: CompletionService,
+    doc: Document,
+    version: int,
+    pos: tuple[int, int],
+    shown: str,
+    early: Live | None = None,
 ) -> None:
-    """The suggestion after `shown` (made at `pos` of `doc` at `version`) is accepted whole."""
+    """The suggestion after `shown` (made at `pos` of `doc` at `version`) is accepted whole.
+    `early`: the generation still running after an early answer (`shown` is its first lines):
+    once it ends, its whole suggestion is the one whose accept is prefetched."""
     await asyncio.sleep(0)  # the answer goes out first
     s = service
+    if early is not None:
+        await asyncio.wait({early.job.future})
+        await asyncio.sleep(0)  # its settling callbacks run first
+        if not early.settled or not early.anchor.text.startswith(shown):
+            return
+        shown = early.anchor.text
     if s.docs.get(doc.uri) is not doc or doc.version != version or s.live.busy():
         return
     prefix, suffix = doc.prefix_suffix(*pos)

@@ -41,6 +41,14 @@ class Live:
         """What the generation has streamed for the cursor (None: it does not begin with lead)."""
         return self.cut.for_cursor(self.job.streamed)
 
+    def complete_lines(self) -> str:
+        """The complete lines streamed so far, trimmed with the request's rules ("" for none):
+        what a request answers before the generation ends (`Generations.wait_partial`)."""
+        streamed = self.streamed
+        if not streamed or "\n" not in streamed.lstrip("\n"):
+            return ""
+        return self.cut.trim(streamed[: streamed.rindex("\n")]) or ""
+
 
 def request_for(
     uri: str, prompt: str, cut: Cut, options: Options, first_rank: int = 0
@@ -146,6 +154,32 @@ class Generations:
                 self.stats.cancelled += 1
             return None
         return result
+
+    async def wait_partial(
+        self, live: Live, after_s: float, owner: bool = True, poll_s: float = 0.02
+    ) -> str | None:
+        """Waits up to `after_s` for the generation, then until it ends or has complete lines to
+        show: None when it ended (the caller then `wait`s for its result), else those lines; the
+        generation goes on without this waiter (a request typing through it joins it, an edit
+        that leaves it or the document's next generation cancels it). Cancelling the waiter
+        cancels the job once no one else waits for it, as `wait` does."""
+        job = live.job
+        if not owner:
+            job.waiters += 1
+        try:
+            await asyncio.wait({job.future}, timeout=after_s)
+            while not job.future.done():
+                if lines := live.complete_lines():
+                    job.waiters -= 1
+                    return lines
+                await asyncio.wait({job.future}, timeout=poll_s)
+        except asyncio.CancelledError:
+            job.waiters -= 1
+            if job.waiters <= 0:
+                job.cancel()
+            self.stats.cancelled += 1
+            raise
+        return None
 
     def settle(self, live: Live, result: GenerationResult) -> bool:
         """Trims a finished generation with its request's rules, once; False if it was already.

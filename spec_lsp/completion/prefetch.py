@@ -25,7 +25,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from spec_lsp.completion.live import Generations, Live
+from spec_lsp.completion.live import GenerationFailed, Generations, Live
 from spec_lsp.completion.reuse import CacheKey
 from spec_lsp.stats import ServerStats
 
@@ -93,6 +93,22 @@ class Prefetch:
     def busy(self, uri: str) -> bool:
         """Whether a prefetch for `uri` is scheduled or running."""
         return uri in self._tasks
+
+    async def answer(self, uri: str, key: CacheKey) -> str | None:
+        """The answer of a prefetch still computing `key` for `uri`, once it ends (None when
+        there is none, or it failed: its failure is not the request's, which runs its own)."""
+        live = self.pending(uri, key)
+        if live is None:
+            return None
+        try:
+            result = await self.live.wait(live.job, owner=False)
+        except GenerationFailed:
+            return None
+        if result is None:
+            return None
+        self.live.settle(live, result)
+        self.stats.prefetch_hits += 1
+        return live.anchor.text or None
 
     def pending(self, uri: str, key: CacheKey) -> Live | None:
         """The prefetch computing `key` for `uri`, if it still runs."""

@@ -10,6 +10,10 @@ document's last suggestion, so the next keystroke that types through it needs no
 This module owns that order and the documents' text. It knows nothing of pygls or lsprotocol
 (the server converts), of torch (the worker's backend runs it) or of tree-sitter (the syntax port
 is the one door to the syntax layer).
+
+Size: the order of the pipeline (typed-through, the running generation, the answer cache, a
+prefetch, the model, an early answer) reads best in one class; the pieces it orders live in the
+sibling modules.
 """
 
 from __future__ import annotations
@@ -133,16 +137,6 @@ class CompletionService:
         out["documents"] = len(self.docs)
         return out
 
-    # -- feedback -----------------------------------------------------------------------------
-    def did_show(self, sid: str) -> None:
-        self.feedback.did_show(sid)
-
-    def did_accept(self, sid: str) -> None:
-        self.feedback.did_accept(sid)
-
-    def did_partially_accept(self, sid: str, accepted_length: int) -> None:
-        self.feedback.did_partially_accept(sid, accepted_length)
-
     # -- completion ---------------------------------------------------------------------------
     def arrive(self, uri: str) -> Arrival | None:
         """Registers a request the moment it is read, before any queued handler runs.
@@ -163,8 +157,10 @@ class CompletionService:
         character: int,
         encoding: Encoding,
         arrival: Arrival | None = None,
+        invoked: bool = False,
     ) -> Suggestion | None:
-        """The suggestion at an LSP position, or None; raises CancelledError if cancelled."""
+        """The suggestion at an LSP position, or None; raises CancelledError if cancelled.
+        `invoked`: the user asked explicitly (waits for the whole suggestion)."""
         arrival = arrival or self.arrive(uri)
         doc = self.docs.get(uri)
         if doc is None or arrival is None:
@@ -174,7 +170,7 @@ class CompletionService:
             return None
         self.stats.requests += 1
         if self._current(doc, arrival):
-            text = await self._answer(doc, pos, arrival)
+            text = await self._answer(doc, pos, arrival, invoked)
         else:
             self.stats.cancelled += 1  # an edit or a newer request came in before this was served
             text = ""
@@ -182,7 +178,9 @@ class CompletionService:
         if not text:
             return None
         if self.options.prefetch and self.options.temperature == 0:
-            self.prefetch.schedule(uri, prefetch_after(self, doc, doc.version, pos, text))
+            early = self.live.running(uri)  # still generating: the text is an early answer
+            after = prefetch_after(self, doc, doc.version, pos, text, early)
+            self.prefetch.schedule(uri, after)
         return self.feedback.issue(text)
 
     async def complete_all(
@@ -199,7 +197,7 @@ class CompletionService:
         (greedy, with speculation; the prompt's KV is already there). n = 1 costs nothing more."""
         doc = self.docs.get(uri)
         version = None if doc is None else doc.version
-        first = await self.complete(uri, line, character, encoding, arrival)
+        first = await self.complete(uri, line, character, encoding, arrival, invoked=n > 1)
         if first is None or n <= 1 or doc is None or self.docs.get(uri) is not doc:
             return [] if first is None else [first]
         pos = doc.position(line, character, encoding)
@@ -218,7 +216,9 @@ class CompletionService:
             and self.arrivals.is_newest(doc.uri, arrival)
         )
 
-    async def _answer(self, doc: Document, pos: tuple[int, int], arrival: Arrival) -> str:
+    async def _answer(
+        self, doc: Document, pos: tuple[int, int], arrival: Arrival, invoked: bool = False
+    ) -> str:
         """Typed through what is known, else the model's answer; "" for nothing."""
         prefix, suffix = doc.prefix_suffix(*pos)
         rest = self.reuse.typed_through(doc.uri, prefix, suffix)
@@ -226,7 +226,7 @@ class CompletionService:
             self.stats.typed_through += 1
             self.stats.latency["typedThrough"].add(self.arrivals.since_ms(arrival))
             return rest
-        rest = await self._through_live(doc.uri, prefix, suffix)
+        rest = await self._through_live(doc.uri, prefix, suffix, invoked)
         if rest is not None:
             return rest if self._current(doc, arrival) else self._stale()
         cutter = self.syntax.cutter(doc.uri, *pos, prefix, suffix)
@@ -236,14 +236,23 @@ class CompletionService:
             self.neighbours.settle(keep=doc.uri)  # other files' chunks change only on a pause
         prompt = self._prompt(doc, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
         cut = Cut(cutter, prompt.lead, prompt.markers)
-        return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix))
+        return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix), invoked)
 
-    async def _through_live(self, uri: str, prefix: str, suffix: str) -> str | None:
-        """Waits for the running generation when the cursor types through what it streamed."""
+    async def _through_live(
+        self, uri: str, prefix: str, suffix: str, invoked: bool = False
+    ) -> str | None:
+        """Waits for the running generation when the cursor types through what it streamed (an
+        automatic request, past `partial_ms`, for its complete lines)."""
         live = self.live.running(uri)
         streamed = None if live is None else live.streamed
         if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
             return None
+        if self.options.partial_ms > 0 and not invoked:
+            lines = await self.live.wait_partial(live, self.options.partial_ms / 1000, False)
+            rest = None if lines is None else live.anchor.rest(lines, prefix, suffix)
+            if rest:
+                self.stats.early += 1
+                return rest
         try:
             result = await self.live.wait(live.job, owner=False)
         except GenerationFailed:  # an earlier request's generation: it answered the error
@@ -261,9 +270,16 @@ class CompletionService:
         return rest
 
     async def _generate(
-        self, doc: Document, arrival: Arrival, prompt: Prompt, cut: Cut, anchor: Anchor
+        self,
+        doc: Document,
+        arrival: Arrival,
+        prompt: Prompt,
+        cut: Cut,
+        anchor: Anchor,
+        invoked: bool = False,
     ) -> str:
-        """The answer from the cache or, after the debounce, from the model."""
+        """The answer from the cache or, after the debounce, from the model (for an automatic
+        request still generating after `partial_ms`, its complete lines so far)."""
         o = self.options
         exact = o.temperature == 0
         key = self._key(prompt, cut)
@@ -271,7 +287,7 @@ class CompletionService:
         if cached is not None:
             self.prefetch.hit(key)
         elif exact:
-            cached = await self._ahead(doc.uri, key)
+            cached = await self.prefetch.answer(doc.uri, key)
         if cached is not None:
             self.stats.cache_hits += 1
             anchor.text = cached
@@ -284,6 +300,12 @@ class CompletionService:
             self.stats.cancelled += 1
             return ""
         live = self.live.start(doc.uri, prompt.text, cut, anchor, o)
+        if o.partial_ms > 0 and not invoked:
+            lines = await self.live.wait_partial(live, o.partial_ms / 1000)
+            if lines is not None:  # the generation goes on: its whole text settles when done
+                self.stats.early += 1
+                live.job.future.add_done_callback(lambda _: self._settle_later(live, key))
+                return lines if self._current(doc, arrival) else self._stale()
         result = await self.live.wait(live.job)
         if result is None:
             return ""
@@ -292,24 +314,22 @@ class CompletionService:
             self.reuse.cache.put(key, text)
         return text if self._current(doc, arrival) else self._stale()
 
+    def _settle_later(self, live: Live, key: CacheKey) -> None:
+        """Settles a generation that answered early, once it ends (unless a request typing
+        through it did): its whole suggestion becomes the document's last one and is cached."""
+        future = live.job.future
+        if future.cancelled() or future.exception() is not None or live.settled:
+            return
+        result = future.result()
+        if result.cancelled or result.stats.stop_reason == "error":
+            return
+        text = self._settle(live, result)
+        if self.options.temperature == 0:
+            self.reuse.cache.put(key, text)
+
     def _key(self, prompt: Prompt, cut: Cut) -> CacheKey:
         o = self.options
         return (prompt.text, prompt.lead, cut.mode, o.max_tokens, o.speculation)
-
-    async def _ahead(self, uri: str, key: CacheKey) -> str | None:
-        """The answer of a prefetch still computing `key` (None when there is none)."""
-        live = self.prefetch.pending(uri, key)
-        if live is None:
-            return None
-        try:
-            result = await self.live.wait(live.job, owner=False)
-        except GenerationFailed:  # a prefetch's failure is not this request's: it runs its own
-            return None
-        if result is None:
-            return None
-        self.live.settle(live, result)
-        self.stats.prefetch_hits += 1
-        return live.anchor.text or None
 
     def _prompt(
         self,

@@ -41,6 +41,8 @@ async def fresh_client(lsp_client: LanguageClient):
     scope="module",
 )
 async def bundled_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
-    await start_session(lsp_client, request.param)
+    # Whole suggestions: these tests count model calls per answer, which an early answer
+    # (`partialMs`, its own tests in test_early_answer.py) would split on a slow machine.
+    await start_session(lsp_client, request.param, {"partialMs": 0})
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), REQUEST_TIMEOUT_S)

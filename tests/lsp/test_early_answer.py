@@ -1,0 +1,125 @@
+"""An automatic request whose generation runs past `partial_ms` is answered with the complete lines
+streamed so far; the generation goes on, and what it adds answers the request after the accept.
+Scripted backend in the real worker thread: the interleavings are forced by events."""
+
+from __future__ import annotations
+
+import asyncio
+
+from spec_lsp.completion import CompletionService
+from spec_lsp.config import Options
+from spec_lsp.worker import InferenceWorker, ModelInfo
+from tests.lsp.test_scheduling import (
+    URI,
+    WAIT_S,
+    PlainSyntax,
+    ScriptedBackend,
+    end,
+    streamed,
+    type_text,
+    wait_event,
+)
+
+TEXT = "a = 1\nb = 2\nc = 3"
+
+
+async def service_with(backend: ScriptedBackend, partial_ms: int) -> CompletionService:
+    worker = InferenceWorker(asyncio.get_running_loop())
+    worker.backend, worker.state, worker.info = backend, "ready", ModelInfo(preset="fake")
+    options = Options(max_tokens=32, prefetch=False, partial_ms=partial_ms)
+    service = CompletionService(worker, options, PlainSyntax())
+    service.model_ready()
+    return service
+
+
+async def test_a_slow_generation_answers_its_complete_lines_and_the_rest_follows_the_accept() -> (
+    None
+):
+    backend = ScriptedBackend(TEXT)
+    service = await service_with(backend, partial_ms=30)
+    service.did_open(URI, "python", 1, "")
+    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
+    await wait_event(backend.started)
+    backend.release(3)  # "a =": no complete line yet, so the request waits on past partial_ms
+    await streamed(service, 3)
+    await asyncio.sleep(0.1)
+    assert not first.done()
+    backend.release(5)  # "a = 1\nb ": one complete line
+    answer = await asyncio.wait_for(first, WAIT_S)
+    assert answer is not None and answer.text == "a = 1"
+    assert service.stats.early == 1
+    live = service.live.running(URI)
+    assert live is not None and not live.job.request.cancel.cancelled  # type: ignore[union-attr]
+    type_text(service, 2, "a = 1\n")  # the accept (the line and its end)
+    backend.free_running = True
+    backend.release(100)
+    rest = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
+    assert rest is not None and rest.text == "b = 2\nc = 3"
+    assert len(backend.calls) == 1  # the same generation answered both
+
+
+async def test_the_whole_suggestion_settles_when_the_early_answered_generation_ends() -> None:
+    backend = ScriptedBackend(TEXT)
+    service = await service_with(backend, partial_ms=30)
+    service.did_open(URI, "python", 1, "")
+    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
+    await wait_event(backend.started)
+    backend.release(8)
+    assert (await asyncio.wait_for(first, WAIT_S)).text == "a = 1"  # type: ignore[union-attr]
+    backend.free_running = True
+    backend.release(100)
+    for _ in range(int(WAIT_S / 0.01)):
+        if service.live.running(URI) is None:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    # Asked again at the same place (the editor re-asks after Escape): the whole suggestion.
+    again = await service.complete(URI, 0, 0, "utf-16")
+    assert again is not None and again.text == TEXT
+    assert len(backend.calls) == 1
+
+
+async def test_an_explicit_request_and_partial_ms_0_wait_for_the_whole_suggestion() -> None:
+    for partial_ms, invoked in ((30, True), (0, False)):
+        backend = ScriptedBackend(TEXT)
+        service = await service_with(backend, partial_ms=partial_ms)
+        service.did_open(URI, "python", 1, "")
+        first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16", invoked=invoked))
+        await wait_event(backend.started)
+        backend.release(8)
+        await asyncio.sleep(0.15)
+        assert not first.done()
+        backend.release(100)
+        answer = await asyncio.wait_for(first, WAIT_S)
+        assert answer is not None and answer.text == TEXT and service.stats.early == 0
+
+
+async def test_an_edit_that_leaves_the_early_answered_generation_stops_it() -> None:
+    backend = ScriptedBackend(TEXT)
+    service = await service_with(backend, partial_ms=30)
+    service.did_open(URI, "python", 1, "")
+    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
+    await wait_event(backend.started)
+    backend.release(8)
+    assert (await asyncio.wait_for(first, WAIT_S)) is not None
+    live = service.live.running(URI)
+    assert live is not None
+    type_text(service, 2, "zzz")  # not the suggestion: the generation is cancelled
+    assert live.job.request.cancel is not None and live.job.request.cancel.cancelled
+    backend.release(100)
+
+
+async def test_typing_through_a_still_running_generation_is_answered_early_too() -> None:
+    backend = ScriptedBackend(TEXT)
+    service = await service_with(backend, partial_ms=30)
+    service.did_open(URI, "python", 1, "")
+    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
+    await wait_event(backend.started)
+    backend.release(8)
+    assert (await asyncio.wait_for(first, WAIT_S)).text == "a = 1"  # type: ignore[union-attr]
+    type_text(service, 2, "a")  # typed through; the generation is stuck at "a = 1\nb "
+    again = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
+    assert again is not None and again.text == " = 1"
+    assert service.stats.early == 2 and len(backend.calls) == 1
+    backend.free_running = True
+    backend.release(100)
