@@ -100,12 +100,13 @@ def accepted_id(record: RequestRecord) -> Any:
 
 
 def figures(traces: list[SessionTrace], server_stats: Any) -> dict[str, Any]:
-    """accepts, accept -> next suggestion (ms, over those with one; each listed), the accepts
-    whose next request answered nothing (superseded by the next key, or nothing to suggest) and
-    prefetch hits."""
+    """accepts; accept -> next suggestion (ms, over those with one; each listed); the accepts
+    whose next request answered nothing to suggest (before the next key: an accept that ends a
+    block often leaves nothing to add) and those the next key superseded; accept -> next answer
+    (ms, suggestion or nothing to suggest: how long the editor waits to know); prefetch hits."""
     waits: list[float] = []
-    empty: list[float] = []  # accepts whose next request was answered, with no suggestion
-    accepts = 0
+    empty: list[float] = []  # answered with no suggestion, before the next key (nothing to add)
+    superseded = accepts = 0
     for trace in traces:
         for record in trace.requests:
             if record.accepted_at is None:
@@ -114,7 +115,12 @@ def figures(traces: list[SessionTrace], server_stats: Any) -> dict[str, Any]:
             if record.arrived is None or record.error is not None:
                 continue
             wait = (record.arrived - record.accepted_at) * 1000.0
-            (waits if suggestion_of(record, trace.encoding) is not None else empty).append(wait)
+            if suggestion_of(record, trace.encoding) is not None:
+                waits.append(wait)
+            elif record.arrived_version == record.version:
+                empty.append(wait)
+            else:  # the next key came first: the server answered the outdated request empty
+                superseded += 1
     prefetch = (server_stats or {}).get("prefetch") or {} if isinstance(server_stats, dict) else {}
     hits = prefetch.get("hits")
     return {
@@ -123,6 +129,9 @@ def figures(traces: list[SessionTrace], server_stats: Any) -> dict[str, Any]:
         "accept_to_suggestion_ms": percentiles(waits, (50, 90)),
         "accept_waits_ms": sorted(round(w, 1) for w in waits),  # each, for the record
         "accepts_answered_empty": len(empty),
+        "accepts_superseded": superseded,
+        "accept_to_answer_ms": percentiles(waits + empty, (50, 90)),
+        "accept_empty_waits_ms": sorted(round(w, 1) for w in empty),
         "prefetch_hits": hits,
         "accepts_from_prefetch": round(hits / accepts, 3) if accepts and hits is not None else None,
     }

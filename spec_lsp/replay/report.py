@@ -27,15 +27,19 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("predicted_chars", "predicted chars"),
     ("accepts", "accepts"),
     ("accepts_with_suggestion", "accepts with a next suggestion"),
-    ("accepts_answered_empty", "accepts answered empty"),
+    ("accepts_answered_empty", "accepts answered: nothing to add"),
+    ("accepts_superseded", "accepts superseded by a key"),
     ("accept_to_suggestion_ms.p50", "accept->suggestion p50 ms"),
     ("accept_to_suggestion_ms.p90", "accept->suggestion p90 ms"),
+    ("accept_to_answer_ms.p50", "accept->answer p50 ms"),
+    ("accept_to_answer_ms.p90", "accept->answer p90 ms"),
     ("prefetch_hits", "prefetch hits"),
     ("typed_chars", "typed chars"),
 )
 # Ratios shown with --compare: comparison / main, so a ratio above 1 means the main run is better.
 RATIO_KEYS = (
     "accept_to_suggestion_ms.p50",
+    "accept_to_answer_ms.p50",
     "pause_to_suggestion_ms.p50",
     "pause_to_suggestion_ms.p90",
     "latency_ms.p50",

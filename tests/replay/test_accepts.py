@@ -32,6 +32,7 @@ def test_keys_that_type_the_shown_suggestion_become_its_accept(tmp_path: Path) -
     wait = figures["accept_to_suggestion_ms"]
     assert isinstance(wait, dict) and wait["p50"] is not None and wait["p50"] < 1000
     assert figures["accept_waits_ms"] == [wait["p50"]] and figures["accepts_answered_empty"] == 0
+    assert figures["accept_to_answer_ms"] == wait and figures["accepts_superseded"] == 0
     assert figures["typed_chars"] == len(TYPED)  # one key, then the accepted rest
     assert figures["prefetch_hits"] is None  # the fake server has no prefetch
 
