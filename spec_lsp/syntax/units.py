@@ -94,7 +94,14 @@ def make_plan(
     window = prefix[-PREFIX_WINDOW:]
     if len(prefix) > PREFIX_WINDOW:  # start on a line start, so the scan starts in code
         window = window[window.find("\n") + 1 :]
-    open_before = tuple(scan(window, spec).open_brackets) if start_string is None else ()
+    open_before: tuple[str, ...] = ()
+    if start_string is None:
+        found = scan(window, spec)
+        if len(window) < len(prefix) and (found.end_string is not None or found.end_comment):
+            # The window began inside a string or comment (a long docstring): the cursor is in
+            # code, so the brackets open at it come from the whole prefix.
+            found = scan(prefix, spec)
+        open_before = tuple(found.open_brackets)
     stripped = suffix.lstrip()
     return Plan(
         spec=spec,

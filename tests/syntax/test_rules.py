@@ -140,3 +140,15 @@ def test_a_model_going_round_a_two_line_loop_is_cut_before_the_second_round() ->
     raw = "for line in lines:\n        if not line:\n            continue\n        if not line:\n            continue\n        if not line:"
     cutter = cutter_for("python", "def f(lines):\n    ", "\n")
     assert cutter.trim(raw) == "for line in lines:\n        if not line:\n            continue"
+
+
+def test_a_bracket_open_after_a_docstring_longer_than_the_scan_window_is_still_seen() -> None:
+    """The prefix scan window (8,000 characters) may begin inside a long docstring; the call
+    opened at the cursor must still count as open, so the model's `)` is not cut as an
+    unbalanced closer (found in statistics.py by a replay)."""
+    lines = [f"Line {i} of a long module docstring." for i in range(400)]
+    doc = '"""' + "\n".join(lines) + '"""'
+    prefix = doc + "\n\n\ndef f(errmsg):\n    raise StatisticsError("
+    assert len(prefix) > 9000
+    for language in ("python", "text"):  # with a grammar and with the text rules only
+        assert cutter_for(language, prefix, "\n").trim("errmsg)") == "errmsg)", language
