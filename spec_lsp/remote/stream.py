@@ -253,6 +253,8 @@ class RemoteBackend:
                 progress.stop_reason = chunk.stop_reason or progress.stop_reason
                 if chunk.text:
                     progress.chunks += 1
+                    if progress.chunks == 1:  # the engine answers: the status says so now,
+                        self.health.ok()  # not when the stream ends (an early answer shows first)
                     if _append(request, progress, chunk.text):
                         return  # leaving the block closes the response and its connection
                 if chunk.done:
