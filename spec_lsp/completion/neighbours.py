@@ -45,7 +45,9 @@ class Neighbours:
             del self._pending[old]
         if len(text.strip()) >= MIN_CHUNK_CHARS:
             self._pending[key] = text
-        while len(self._pending) > self.size:  # more would push each other out of the ring
+        # More would push each other out of the ring (one more: the current document's note
+        # waits while the others settle).
+        while len(self._pending) > self.size + 1:
             self._pending.popitem(last=False)
 
     def settle(self, keep: str = "") -> bool:
