@@ -94,14 +94,10 @@ def make_plan(
     window = prefix[-PREFIX_WINDOW:]
     if len(prefix) > PREFIX_WINDOW:  # start on a line start, so the scan starts in code
         window = window[window.find("\n") + 1 :]
-    open_before: tuple[str, ...] = ()
-    if start_string is None:
-        found = scan(window, spec)
-        if len(window) < len(prefix) and (found.end_string is not None or found.end_comment):
-            # The window began inside a string or comment (a long docstring): the cursor is in
-            # code, so the brackets open at it come from the whole prefix.
-            found = scan(prefix, spec)
-        open_before = tuple(found.open_brackets)
+    found = scan(window, spec) if start_string is None else None  # cursor in code: a window
+    if found and len(window) < len(prefix) and (found.end_string or found.end_comment):
+        found = scan(prefix, spec)  # that ends in a string began inside one (a long docstring)
+    open_before = tuple(found.open_brackets) if found else ()
     stripped = suffix.lstrip()
     return Plan(
         spec=spec,
