@@ -140,10 +140,7 @@ class Generations:
         try:
             result = await asyncio.shield(job.future)
         except asyncio.CancelledError:
-            job.waiters -= 1
-            if job.waiters <= 0:
-                job.cancel()
-            self.stats.cancelled += 1
+            self._leave(job)
             raise
         except Exception as exc:
             raise GenerationFailed(f"generation failed: {type(exc).__name__}: {exc}") from exc
@@ -174,12 +171,18 @@ class Generations:
                     return lines
                 await asyncio.wait({job.future}, timeout=poll_s)
         except asyncio.CancelledError:
-            job.waiters -= 1
-            if job.waiters <= 0:
-                job.cancel()
-            self.stats.cancelled += 1
+            self._leave(job)
             raise
+        if not owner:  # it ended: the caller `wait`s for it as a waiter again
+            job.waiters -= 1
         return None
+
+    def _leave(self, job: Job) -> None:
+        """A waiter was cancelled: the job is cancelled once no one else waits for it."""
+        job.waiters -= 1
+        if job.waiters <= 0:
+            job.cancel()
+        self.stats.cancelled += 1
 
     def settle(self, live: Live, result: GenerationResult) -> bool:
         """Trims a finished generation with its request's rules, once; False if it was already.

@@ -32,6 +32,19 @@ async def service_with(backend: ScriptedBackend, partial_ms: int) -> CompletionS
     return service
 
 
+async def answered_early() -> tuple[ScriptedBackend, CompletionService]:
+    """A request answered "a = 1" early; its generation stays stuck at "a = 1\nb "."""
+    backend = ScriptedBackend(TEXT)
+    service = await service_with(backend, partial_ms=30)
+    service.did_open(URI, "python", 1, "")
+    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
+    await wait_event(backend.started)
+    backend.release(8)
+    answer = await asyncio.wait_for(first, WAIT_S)
+    assert answer is not None and answer.text == "a = 1"
+    return backend, service
+
+
 async def test_a_slow_generation_answers_its_complete_lines_and_the_rest_follows_the_accept() -> (
     None
 ):
@@ -59,13 +72,7 @@ async def test_a_slow_generation_answers_its_complete_lines_and_the_rest_follows
 
 
 async def test_the_whole_suggestion_settles_when_the_early_answered_generation_ends() -> None:
-    backend = ScriptedBackend(TEXT)
-    service = await service_with(backend, partial_ms=30)
-    service.did_open(URI, "python", 1, "")
-    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
-    await wait_event(backend.started)
-    backend.release(8)
-    assert (await asyncio.wait_for(first, WAIT_S)).text == "a = 1"  # type: ignore[union-attr]
+    backend, service = await answered_early()
     backend.free_running = True
     backend.release(100)
     for _ in range(int(WAIT_S / 0.01)):
@@ -95,13 +102,7 @@ async def test_an_explicit_request_and_partial_ms_0_wait_for_the_whole_suggestio
 
 
 async def test_an_edit_that_leaves_the_early_answered_generation_stops_it() -> None:
-    backend = ScriptedBackend(TEXT)
-    service = await service_with(backend, partial_ms=30)
-    service.did_open(URI, "python", 1, "")
-    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
-    await wait_event(backend.started)
-    backend.release(8)
-    assert (await asyncio.wait_for(first, WAIT_S)) is not None
+    backend, service = await answered_early()
     live = service.live.running(URI)
     assert live is not None
     type_text(service, 2, "zzz")  # not the suggestion: the generation is cancelled
@@ -110,13 +111,7 @@ async def test_an_edit_that_leaves_the_early_answered_generation_stops_it() -> N
 
 
 async def test_typing_through_a_still_running_generation_is_answered_early_too() -> None:
-    backend = ScriptedBackend(TEXT)
-    service = await service_with(backend, partial_ms=30)
-    service.did_open(URI, "python", 1, "")
-    first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
-    await wait_event(backend.started)
-    backend.release(8)
-    assert (await asyncio.wait_for(first, WAIT_S)).text == "a = 1"  # type: ignore[union-attr]
+    backend, service = await answered_early()
     type_text(service, 2, "a")  # typed through; the generation is stuck at "a = 1\nb "
     again = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
     assert again is not None and again.text == " = 1"
