@@ -157,3 +157,13 @@ class FakeEngine:
         if end:
             h.wfile.write(b"0\r\n\r\n")
         h.wfile.flush()
+
+
+def wait_until(predicate: object, timeout: float = 5.0) -> bool:
+    """Polls `predicate` every 10 ms until it holds (True) or `timeout` seconds pass (False)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.01)
+    return False

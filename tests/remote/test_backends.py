@@ -12,7 +12,7 @@ from spec_lsp.engine.api import CancelToken, GenerationRequest
 from spec_lsp.remote import RemoteSpec, connect, parse_backend
 from spec_lsp.remote.llama_server import split_fim
 from spec_lsp.remote.stream import RemoteBackend
-from tests.remote.fake_engine import FakeEngine
+from tests.remote.fake_engine import FakeEngine, wait_until
 
 PIECES = ["def", " add", "(a", ", b", "):", "\n", "    return", " a", " +", " b", "\n"] * 3
 
@@ -27,15 +27,6 @@ def engine() -> Iterator[FakeEngine]:
 def backend_for(fake: FakeEngine, kind: str = "llama-server", fim: str = "none") -> RemoteBackend:
     spec = RemoteSpec(kind=kind, url=fake.url, model="m", read_timeout_s=1.0, fim=fim)
     return connect(spec)
-
-
-def wait_until(predicate: object, timeout: float = 3.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_llama_server_streams_a_completion_with_engine_stats(engine: FakeEngine) -> None:
@@ -89,7 +80,7 @@ def test_stop_callback_closes_the_stream_early(engine: FakeEngine) -> None:
     result = backend_for(engine).generate(GenerationRequest("p", stop_callback=cb))
     assert result.text == "def add(a, b):"
     assert result.stats.stop_reason == "callback"
-    assert wait_until(lambda: engine.sent)
+    assert wait_until(lambda: engine.sent, timeout=3.0)
     assert engine.sent[0] < len(PIECES)  # the server stopped writing: the stream was closed
 
 
@@ -114,12 +105,12 @@ def test_cancel_closes_the_request_within_one_chunk(engine: FakeEngine) -> None:
 
     thread = threading.Thread(target=run)
     thread.start()
-    assert wait_until(lambda: streamed)
+    assert wait_until(lambda: streamed, timeout=3.0)
     cancelled_at = time.perf_counter()
     token.cancel()
     thread.join(2)
     assert done and (done[0] - cancelled_at) < 0.1  # well within one 200 ms chunk
-    assert wait_until(lambda: engine.sent) and engine.sent[0] <= 3
+    assert wait_until(lambda: engine.sent, timeout=3.0) and engine.sent[0] <= 3
 
 
 def test_cancel_during_a_silent_prefill_is_immediate(engine: FakeEngine) -> None:

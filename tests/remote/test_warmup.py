@@ -13,7 +13,7 @@ import pytest
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.remote import RemoteSpec, connect, parse_backend
 from spec_lsp.remote.stream import RemoteBackend
-from tests.remote.fake_engine import FakeEngine
+from tests.remote.fake_engine import FakeEngine, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,15 +47,6 @@ def superseded(
 
     threading.Thread(target=keystroke, daemon=True).start()
     return backend.generate(GenerationRequest(prompt, doc_id=doc, cancel=token))
-
-
-def wait_until(predicate: object, timeout: float = 5.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_a_request_closed_before_its_first_token_is_warmed_once(fake: FakeEngine) -> None:
