@@ -1,14 +1,19 @@
 """Fusing linear layers of any `quant` format: one layer computing several layers' outputs side by
 side (q, k and v; gate and up), and a layer's output features in another order, with the codes,
-scales and zero points taken as they are (no re-quantization). What `lean` builds its passes from.
+scales and zero points taken as they are (no re-quantization), and each format's kernel as a plain
+function (`kernel`). What `lean` builds its passes from.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from spec_lsp.engine.quant import CastLinear, Int4Linear, Int8Linear
+from spec_lsp.engine.qblocks import BlockLinear
+from spec_lsp.engine.quant import COMPUTE, PREFILL_ROWS, CastLinear, Int4Linear, Int8Linear
 
 
 class RowConcat(nn.Module):
@@ -26,6 +31,8 @@ class RowConcat(nn.Module):
 
 def permute_rows(layer: nn.Module, order: torch.Tensor) -> nn.Module:
     """The layer whose output feature i is `layer`'s feature `order[i]` (weights as they are)."""
+    if isinstance(layer, BlockLinear):
+        return layer.rows(order)
     if isinstance(layer, Int4Linear):
         sz = layer.scales_zeros.float()[:, order]  # [K / 32, N, 2]
         new: nn.Module = Int4Linear(layer.codes()[order], sz[..., 0].t(), sz[..., 1].t())
@@ -48,6 +55,11 @@ def concat_rows(layers: list[nn.Module]) -> nn.Module:
     kinds = {type(layer) for layer in layers}
     biases = [getattr(layer, "bias", None) for layer in layers]
     new: nn.Module
+    if kinds == {BlockLinear}:
+        blocks = [layer for layer in layers if isinstance(layer, BlockLinear)]
+        if len({(b.kind, b.in_features) for b in blocks}) == 1:
+            return BlockLinear.concat(blocks)
+        return RowConcat(layers)
     if kinds == {Int4Linear}:
         parts = [layer for layer in layers if isinstance(layer, Int4Linear)]
         sz = torch.cat([p.scales_zeros.float() for p in parts], dim=1)
@@ -79,3 +91,48 @@ def cast_weight(layer: nn.Module) -> torch.Tensor:
     weight = layer.weight
     assert isinstance(weight, torch.Tensor)
     return weight.detach()
+
+
+def kernel(layer: nn.Module) -> Any:
+    """x [n, K] -> x W^T [n, N] for a linear layer of any format: the packed kernel itself for a
+    decode-sized pass (no per-call reshapes or casts beyond the kernel's own input dtype)."""
+    if isinstance(layer, BlockLinear):
+        blocks, product, bias = layer.blocks, layer.kernel(), layer.bias
+
+        def native(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > PREFILL_ROWS:
+                return layer(x)
+            y = product(x, blocks)
+            return y if bias is None else y + bias
+
+        return native
+    if isinstance(layer, Int4Linear):
+        packed, sz, bias = layer.packed, layer.scales_zeros, layer.bias
+
+        def int4(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > PREFILL_ROWS:
+                return layer(x)
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(COMPUTE), packed, 32, sz)
+            return y if bias is None else y + bias
+
+        return int4
+    if isinstance(layer, Int8Linear):
+        codes, scales, bias8 = layer.codes, layer.scales, layer.bias
+
+        def int8(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > PREFILL_ROWS:
+                return layer(x)
+            y = torch._weight_int8pack_mm(x.to(COMPUTE), codes, scales)
+            return y if bias8 is None else y + bias8
+
+        return int8
+    weight = getattr(layer, "weight", None)
+    if not isinstance(weight, torch.Tensor):  # a `RowConcat`
+        return layer
+    dense_bias = getattr(layer, "bias", None)
+
+    def dense(x: torch.Tensor) -> torch.Tensor:
+        b = None if dense_bias is None else dense_bias.to(weight.dtype)
+        return F.linear(x.to(weight.dtype), weight, b)
+
+    return dense

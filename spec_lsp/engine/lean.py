@@ -16,7 +16,10 @@ model's own modules and weights and runs the same mathematics with:
 - attention computed one query row at a time over exactly the keys that row sees, for passes of up
   to `EXACT_ROWS` rows: a verification pass over k + 1 tokens then runs, row for row, the same
   kernels on the same shapes as k + 1 one-token passes, so its greedy tokens are those of plain
-  decoding by construction, not by luck of rounding.
+  decoding by construction, not by luck of rounding;
+- where the engine's own kernels are built (`native`), RMS norm, SiLU-times-up and that row by row
+  attention run in them (one call each instead of several of torch's ops, ~40% of a one-token
+  pass here), each row on its own, so the same holds.
 
 `LeanDecoder.supports(model)` says whether a loaded model can run here; the engine falls back to
 transformers' forward otherwise. Knows nothing of drafting, documents or presets.
@@ -31,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spec_lsp.engine import compact, fusion, quant
+from spec_lsp.engine import compact, fusion, native, quant
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
@@ -101,40 +104,6 @@ class LeanCache:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
-
-
-def _kernel(layer: nn.Module) -> Any:
-    """x [n, K] -> x W^T [n, N] for a linear layer of any format: the packed kernel itself for a
-    decode-sized pass (no per-call reshapes or casts beyond the kernel's own input dtype)."""
-    if isinstance(layer, quant.Int4Linear):
-        packed, sz, bias = layer.packed, layer.scales_zeros, layer.bias
-
-        def int4(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[0] > quant.PREFILL_ROWS:
-                return layer(x)
-            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(quant.COMPUTE), packed, 32, sz)
-            return y if bias is None else y + bias
-
-        return int4
-    if isinstance(layer, quant.Int8Linear):
-        codes, scales, bias = layer.codes, layer.scales, layer.bias
-
-        def int8(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[0] > quant.PREFILL_ROWS:
-                return layer(x)
-            y = torch._weight_int8pack_mm(x.to(quant.COMPUTE), codes, scales)
-            return y if bias is None else y + bias
-
-        return int8
-    weight = getattr(layer, "weight", None)
-    if not isinstance(weight, torch.Tensor):  # a `fusion.RowConcat`
-        return layer
-    bias = getattr(layer, "bias", None)
-
-    def dense(x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x.to(weight.dtype), weight, None if bias is None else bias.to(weight.dtype))
-
-    return dense
 
 
 def _out_features(layer: nn.Module) -> int:
@@ -209,16 +178,19 @@ class LeanDecoder:
             self.layers.append(
                 _Layer(
                     norm1=layer.input_layernorm.weight,
-                    qkv=_kernel(qkv),
-                    o=_kernel(attn.o_proj),
+                    qkv=fusion.kernel(qkv),
+                    o=fusion.kernel(attn.o_proj),
                     norm2=layer.post_attention_layernorm.weight,
-                    gate_up=_kernel(gate_up),
-                    down=_kernel(mlp.down_proj),
+                    gate_up=fusion.kernel(gate_up),
+                    down=fusion.kernel(mlp.down_proj),
                 )
             )
             self._fused += [qkv, gate_up]
         self.final_norm = base.norm.weight
-        self.lm_head = _kernel(model.lm_head)
+        self.lm_head = fusion.kernel(model.lm_head)
+        # The small operations of a pass in the engine's own kernels where they are built (one
+        # call each instead of several of torch's; each row on its own, in a fixed order).
+        self.native = native.available() and self.device.type == "cpu"
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
@@ -273,8 +245,9 @@ class LeanDecoder:
         rot = self._rotation(start, n)
         heads, qk_heads = self.heads, self.heads + self.kv_heads
         qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim
+        norm = self._norm
         for i, layer in enumerate(self.layers):
-            qkv = layer.qkv(F.rms_norm(h, (self.hidden,), layer.norm1, self.eps))
+            qkv = layer.qkv(norm(h, layer.norm1))
             qk = torch.view_as_complex(qkv[:, :qk_width].to(self.dtype).view(n, qk_heads, -1, 2))
             qk = torch.view_as_real(qk * rot).view(n, qk_heads, -1)
             keys, values = cache.keys[i], cache.values[i]  # [kv, D, cap] and [kv, cap, D]
@@ -284,19 +257,31 @@ class LeanDecoder:
             )
             attn = self._attend(qk[:, :heads], keys, values, start, n)
             h = torch.add(h, layer.o(attn.reshape(n, q_width)))
-            gu = layer.gate_up(F.rms_norm(h, (self.hidden,), layer.norm2, self.eps)).to(self.dtype)
-            half = gu.shape[1] // 2
-            h = torch.add(h, layer.down(F.silu(gu[:, :half]) * gu[:, half:]))
+            gu = layer.gate_up(norm(h, layer.norm2)).to(self.dtype)
+            h = torch.add(h, layer.down(self._silu_mul(gu)))
         cache.length = start + n
-        normed = F.rms_norm(h, (self.hidden,), self.final_norm, self.eps)
+        normed = norm(h, self.final_norm)
         last = normed[-keep:]
         logits = self.lm_head(last).float()
         return logits, last, normed if all_hidden else None
+
+    def _norm(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        if self.native:
+            return torch.ops.spec_lsp.rms_norm(h, weight, self.eps)
+        return F.rms_norm(h, (self.hidden,), weight, self.eps)
+
+    def _silu_mul(self, gu: torch.Tensor) -> torch.Tensor:
+        if self.native:
+            return torch.ops.spec_lsp.silu_mul(gu)
+        half = gu.shape[1] // 2
+        return F.silu(gu[:, :half]) * gu[:, half:]
 
     def _attend(
         self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, start: int, n: int
     ) -> torch.Tensor:
         """q [n, heads, D] (scaled) against cached positions 0 .. start + n - 1: [n, heads, D]."""
+        if self.native and n <= EXACT_ROWS:  # row by row in the engine's kernel
+            return torch.ops.spec_lsp.attend(q, keys, values, start)
         group = self.heads // self.kv_heads
         if n == 1:  # one-token decoding
             qr = q.view(self.kv_heads, group, -1)

@@ -22,23 +22,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import nn
 
+from spec_lsp.engine import qblocks
+from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.gguf import BLOCK, Q4Blocks, Q8Blocks
+from spec_lsp.engine.qblocks import PREFILL_ROWS
 
 log = logging.getLogger(__name__)
 
 WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")
 GROUP = BLOCK  # int4 group size: one Q4_1 block
 COMPUTE = torch.bfloat16  # activations inside the packed products
-# A product over more rows than this (a prefill chunk) runs in float32 on the de-quantized weight:
-# the packed CPU kernels cost in proportion to the rows, a float32 GEMM does not. Decode and
-# verification passes (up to k_max + 1 rows) stay on the packed kernels, so they see the same
+# A product over more rows than PREFILL_ROWS (a prefill chunk) runs in float32 on the de-quantized
+# weight: the packed CPU kernels cost in proportion to the rows, a float32 GEMM does not. Decode
+# and verification passes (up to k_max + 1 rows) stay on the packed kernels, so they see the same
 # numbers whatever their length.
-PREFILL_ROWS = 32
 
 
 def int4_available(device: torch.device | str) -> bool:
@@ -267,6 +268,9 @@ def apply_format(
         model.to(getattr(torch, fmt))
         return fmt
     blocks = blocks or {}
+    native = qblocks.usable(device)
+    get_embedding = getattr(model, "get_input_embeddings", None)
+    embedding = get_embedding() if callable(get_embedding) else None
     swaps: list[tuple[nn.Module, str, nn.Module]] = []
     for name, module in model.named_modules():
         if not isinstance(module, nn.Linear) or (skip is not None and skip(name)):
@@ -281,7 +285,11 @@ def apply_format(
             swaps.append((model.get_submodule(parent_name) if parent_name else model, child, new))
             continue
         source = blocks.get(f"{name}.weight")
-        if isinstance(source, Q4Blocks) and layer_fmt == "int4":
+        if source is None and module.weight is getattr(embedding, "weight", None):
+            source = blocks.get("model.embed_tokens.weight")  # a tied output layer
+        if native and module.weight.shape[1] % BLOCK == 0:
+            new = qblocks.block_layer(module, layer_fmt, source)
+        elif isinstance(source, Q4Blocks) and layer_fmt == "int4":
             new = Int4Linear.from_blocks(source)
         elif isinstance(source, Q8Blocks) and layer_fmt == "int8":
             new = Int8Linear.from_blocks(source)
@@ -295,54 +303,10 @@ def apply_format(
         setattr(parent, child, new)
     use_exact_attention(model)
     label = fmt if out_fmt == fmt else f"{fmt} (output {out_fmt})"
+    if native:
+        label += ", native kernels"
     log.info("weights: %s", label)
     return label
-
-
-EXACT_ATTENTION = "spec_lsp_exact"
-
-
-def _exact_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, None]:
-    """transformers' SDPA attention computed in float64, its result rounded back.
-
-    Packed layers round their inputs to bfloat16, which turns the ~1e-6 differences between a
-    pass over 1 token and over k (attention reduces over another number of keys) into whole
-    bfloat16 steps, enough to flip a near-tie of the greedy token. In float64 those differences
-    vanish when rounded back, so a verification pass sees what one-token decoding sees."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    if query.shape[-2] > PREFILL_ROWS:  # a prefill chunk: both modes prefill alike
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-    mask = attention_mask
-    if mask is not None and mask.is_floating_point():
-        mask = mask.double()
-    out, _ = sdpa_attention_forward(
-        module, query.double(), key.double(), value.double(), mask, **kwargs
-    )
-    return out.to(query.dtype), None
-
-
-def use_exact_attention(model: nn.Module) -> None:
-    """Makes a transformers model attend through `_exact_attention`."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    AttentionInterface.register(EXACT_ATTENTION, _exact_attention)
-    AttentionMaskInterface.register(EXACT_ATTENTION, sdpa_mask)  # the masks SDPA takes
-    config = getattr(model, "config", None)
-    if config is not None:
-        config._attn_implementation = EXACT_ATTENTION
-        for sub in model.modules():
-            sub_config = getattr(sub, "config", None)
-            if sub_config is not None and sub_config is not config:
-                sub_config._attn_implementation = EXACT_ATTENTION
 
 
 def weight_bytes(model: nn.Module) -> int:

@@ -12,6 +12,7 @@ from torch import nn
 
 from spec_lsp.engine import compact, lean, quant
 from spec_lsp.engine.gguf import Q8Blocks
+from spec_lsp.engine.qblocks import BlockLinear
 from spec_lsp.engine.sources import load_model, tiny_model
 
 
@@ -74,7 +75,8 @@ def test_fused_slices_keep_transformers_forward_and_drop_the_copies() -> None:
     # The separate layers are gone: only the fused ones (and the q/k slices' row indices) stay.
     separate = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
     for name, module in model.named_modules():
-        assert not (name.endswith(separate) and isinstance(module, quant.Int4Linear)), name
+        packed = isinstance(module, quant.Int4Linear | BlockLinear)
+        assert not (name.endswith(separate) and packed), name
     assert quant.weight_bytes(model) < 1.1 * bytes_before
     assert lean.attach(model)  # a second attach keeps the first decoder
     assert lean.lean_of(model) is decoder

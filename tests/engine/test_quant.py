@@ -134,7 +134,7 @@ def test_load_engine_in_int4_is_identical_to_itself_in_every_mode() -> None:
         weights={"cpu": "int4"},
     )
     engine = load_engine(spec, device="cpu")
-    assert engine.weights == "int4 (output int8)"
+    assert engine.weights.startswith("int4 (output int8)")  # ", native kernels" where built
     assert len(engine.options.verify_cost) == engine.options.k_max + 1
     plain = run(engine, CODE_PROMPTS[0], "off")
     for method in ("ngram", "draft", "both"):
