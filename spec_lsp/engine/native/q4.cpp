@@ -372,6 +372,58 @@ inline float exp_shifted(float* p, int64_t len, float mx) {
   return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
 
+// y[i] = fma(a, x[i], y[i]) for i < n.
+inline void axpy(float a, const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+#ifdef SPEC_LSP_AVX2
+  const __m256 av = _mm256_set1_ps(a);
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+#endif
+  for (; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
+}
+
+// p[j] = sum over d of q[d] K[d, j] (K [D, cap]), for j < len: each p[j] a chain of fused
+// multiply-adds over d = 0 .. D - 1, 64 keys at a time held in registers.
+inline void scores_of(const float* q, const float* K, int64_t cap, int64_t D, int64_t len,
+                      float* p) {
+  int64_t j = 0;
+#ifdef SPEC_LSP_AVX2
+  for (; j + 64 <= len; j += 64) {
+    __m256 acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; ++d) {
+      const __m256 qd = _mm256_set1_ps(q[d]);
+      const float* kd = K + d * cap + j;
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * k), acc[k]);
+    }
+    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(p + j + 8 * k, acc[k]);
+  }
+#endif
+  for (int64_t i = j; i < len; ++i) p[i] = 0.f;
+  for (int64_t d = 0; d < D; ++d) axpy(q[d], K + d * cap + j, p + j, len - j);
+}
+
+// o[d] = sum over j < len of p[j] V[j, d] (V [cap, D]): each o[d] a chain of fused multiply-adds
+// over j, 64 features at a time held in registers.
+inline void mix_values(const float* p, const float* V, int64_t D, int64_t len, float* o) {
+  int64_t d0 = 0;
+#ifdef SPEC_LSP_AVX2
+  for (; d0 + 64 <= D; d0 += 64) {
+    __m256 acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < len; ++j) {
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      const float* vj = V + j * D + d0;
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * k), acc[k]);
+    }
+    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + d0 + 8 * k, acc[k]);
+  }
+#endif
+  for (int64_t d = d0; d < D; ++d) o[d] = 0.f;
+  for (int64_t j = 0; j < len; ++j) axpy(p[j], V + j * D + d0, o + d0, D - d0);
+}
+
 // Causal attention of q [n, heads, D] (scaled) at positions start .. start + n - 1 over keys
 // [kv, D, cap] and values [kv, cap, D]: row r sees positions 0 .. start + r, one row at a time.
 at::Tensor attend(const at::Tensor& q_in, const at::Tensor& keys, const at::Tensor& values,
@@ -385,41 +437,23 @@ at::Tensor attend(const at::Tensor& q_in, const at::Tensor& keys, const at::Tens
   at::Tensor out = at::empty({n, heads, D}, q.options());
   const float *qp = q.data_ptr<float>(), *kp = keys.data_ptr<float>(), *vp = values.data_ptr<float>();
   float* op = out.data_ptr<float>();
-  // One item: a row and a KV head, for the `group` query heads that share it (its keys and
-  // values read once). Per query head the order of operations is that of a lone head.
-  at::parallel_for(0, n * kv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(group * (start + n));
+  // One item: a row and a query head (its KV head's keys and values stay in cache for the
+  // group's other heads). Products are fused multiply-adds, vector and scalar alike, so a row's
+  // numbers do not depend on where the vector loops end.
+  at::parallel_for(0, n * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(start + n);
+    float* p = scores.data();
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t r = item / kv, g = item % kv, len = start + r + 1;
+      const int64_t r = item / heads, h = item % heads, g = h / group, len = start + r + 1;
       const float* K = kp + g * D * cap;
       const float* V = vp + g * cap * D;
-      float* p0 = scores.data();
-      for (int64_t j = 0; j < group * len; ++j) p0[j] = 0.f;
-      for (int64_t d = 0; d < D; ++d) {
-        const float* kd = K + d * cap;
-        for (int64_t e = 0; e < group; ++e) {
-          const float qd = qp[(r * heads + g * group + e) * D + d];
-          float* p = p0 + e * len;
-          for (int64_t j = 0; j < len; ++j) p[j] += qd * kd[j];
-        }
-      }
-      for (int64_t e = 0; e < group; ++e) {
-        float* p = p0 + e * len;
-        float mx = p[0];
-        for (int64_t j = 1; j < len; ++j) mx = std::fmax(mx, p[j]);
-        const float inv = 1.f / exp_shifted(p, len, mx);
-        for (int64_t j = 0; j < len; ++j) p[j] *= inv;
-        float* o = op + (r * heads + g * group + e) * D;
-        for (int64_t d = 0; d < D; ++d) o[d] = 0.f;
-      }
-      for (int64_t j = 0; j < len; ++j) {
-        const float* vj = V + j * D;
-        for (int64_t e = 0; e < group; ++e) {
-          const float pj = p0[e * len + j];
-          float* o = op + (r * heads + g * group + e) * D;
-          for (int64_t d = 0; d < D; ++d) o[d] += pj * vj[d];
-        }
-      }
+      const float* qr = qp + (r * heads + h) * D;
+      scores_of(qr, K, cap, D, len, p);
+      float mx = p[0];
+      for (int64_t j = 1; j < len; ++j) mx = std::fmax(mx, p[j]);
+      const float inv = 1.f / exp_shifted(p, len, mx);
+      for (int64_t j = 0; j < len; ++j) p[j] *= inv;
+      mix_values(p, V, D, len, op + (r * heads + h) * D);
     }
   });
   return out;
