@@ -129,3 +129,31 @@ def test_torch_kernels_when_native_ones_are_off() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_attention_rows_are_those_of_one_row_passes_and_softmax_attention() -> None:
+    gen = torch.Generator().manual_seed(5)
+    kv, group, d, cap, start, n = 3, 3, 64, 256, 137, 9  # 146 keys: register blocks and tails
+    keys = torch.randn(kv, d, cap, generator=gen)
+    values = torch.randn(kv, cap, d, generator=gen)
+    q = torch.randn(n, kv * group, d, generator=gen) * 0.2
+    out = torch.ops.spec_lsp.attend(q, keys, values, start)
+    for r in range(n):  # row r alone, as one-token decoding computes it
+        one = torch.ops.spec_lsp.attend(q[r : r + 1], keys, values, start + r)
+        assert torch.equal(one[0], out[r]), r
+    for r in range(n):
+        length = start + r + 1
+        qr = q[r].view(kv, group, d)
+        ref = torch.bmm(qr.double(), keys[:, :, :length].double()).softmax(-1)
+        ref = torch.bmm(ref, values[:, :length].double()).reshape(kv * group, d)
+        torch.testing.assert_close(out[r].double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_norm_and_gated_product_match_torch() -> None:
+    gen = torch.Generator().manual_seed(6)
+    x, w = torch.randn(5, 100, generator=gen), torch.randn(100, generator=gen)
+    ref = torch.nn.functional.rms_norm(x, (100,), w, 1e-5)
+    torch.testing.assert_close(torch.ops.spec_lsp.rms_norm(x, w, 1e-5), ref)
+    gu = torch.randn(4, 2 * 96, generator=gen) * 4
+    ref = torch.nn.functional.silu(gu[:, :96]) * gu[:, 96:]
+    torch.testing.assert_close(torch.ops.spec_lsp.silu_mul(gu), ref)
