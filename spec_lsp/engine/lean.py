@@ -17,9 +17,9 @@ model's own modules and weights and runs the same mathematics with:
   to `EXACT_ROWS` rows: a verification pass over k + 1 tokens then runs, row for row, the same
   kernels on the same shapes as k + 1 one-token passes, so its greedy tokens are those of plain
   decoding by construction, not by luck of rounding;
-- where the engine's own kernels are built (`native`), RMS norm, SiLU-times-up and that row by row
-  attention run in them (one call each instead of several of torch's ops, ~40% of a one-token
-  pass here), each row on its own, so the same holds.
+- where the engine's own kernels are built (`native`), RMS norm, SiLU-times-up, and the rotation,
+  cache writes and row by row attention of a decode-sized pass run in them (one call each instead
+  of several of torch's ops), each row on its own, so the same holds.
 
 `LeanDecoder.supports(model)` says whether a loaded model can run here; the engine falls back to
 transformers' forward otherwise. Knows nothing of drafting, documents or presets.
@@ -246,8 +246,16 @@ class LeanDecoder:
         heads, qk_heads = self.heads, self.heads + self.kv_heads
         qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim
         norm = self._norm
+        fused = self.native and n <= EXACT_ROWS  # rotation, cache writes and attention: one call
+        rot_pairs = torch.view_as_real(rot) if fused else rot
         for i, layer in enumerate(self.layers):
             qkv = layer.qkv(norm(h, layer.norm1))
+            if fused:
+                keys, values = cache.keys[i], cache.values[i]
+                attn = torch.ops.spec_lsp.rope_attend(qkv, rot_pairs, keys, values, start, heads)
+                h = torch.add(h, layer.o(attn.view(n, q_width)))
+                h = torch.add(h, layer.down(self._silu_mul(layer.gate_up(norm(h, layer.norm2)))))
+                continue
             qk = torch.view_as_complex(qkv[:, :qk_width].to(self.dtype).view(n, qk_heads, -1, 2))
             qk = torch.view_as_real(qk * rot).view(n, qk_heads, -1)
             keys, values = cache.keys[i], cache.values[i]  # [kv, D, cap] and [kv, cap, D]

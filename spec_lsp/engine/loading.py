@@ -22,7 +22,7 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import compact, draft_model, lean, quant
+from spec_lsp.engine import compact, draft_model, lean, native, quant
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
@@ -246,6 +246,9 @@ def load_engine(
             check_draft_vocab(tokenizer, spec, progress)
         report(f"loading draft {spec.draft}", 0.7)
         draft = load_draft(spec, target, dev, dtype, progress, random_weights)
+    if dev == "cpu" and not native.compiled():
+        report("compiling the engine's CPU kernels (once per machine, under a minute)", 0.75)
+    native.available()
     report(f"weights: {spec.weight_format(dev)}", 0.8)
     weights = apply_weights(spec, target, draft, dev, random_weights)
     if spec.forward not in FORWARDS:

@@ -113,6 +113,29 @@ def test_speculative_output_equals_the_quantized_target(target, tokenizer, fmt, 
         assert spec.stats.target_forwards <= plain.stats.target_forwards
 
 
+def test_torch_kernels_keep_speculation_exact(target, tokenizer, monkeypatch):  # type: ignore[no-untyped-def]
+    """Where the native kernels are not built (or are turned off), int4 runs on torch's packed
+    kernel and the lean forward on torch's ops: speculation stays identical to that target."""
+    from spec_lsp.engine import lean, native
+
+    monkeypatch.setenv("SPEC_LSP_KERNELS", "torch")
+    native.available.cache_clear()
+    try:
+        quantized = copy.deepcopy(target)
+        assert apply_format(quantized, "int4", output="int8") == "int4 (output int8)"
+        assert isinstance(quantized.model.layers[0].mlp.up_proj, Int4Linear)
+        assert lean.attach(quantized)
+        decoder = lean.lean_of(quantized)
+        assert decoder is not None and not decoder.native
+        draft = copy.deepcopy(target)
+        engine = make_engine(quantized, tokenizer, draft, k=4, k_max=8, draft_min_confidence=0.0)
+        for prompt in CODE_PROMPTS:
+            assert run(engine, prompt, "both").token_ids == run(engine, prompt, "off").token_ids
+    finally:
+        monkeypatch.delenv("SPEC_LSP_KERNELS")
+        native.available.cache_clear()
+
+
 def test_adaptive_k_follows_the_measured_cost_curve() -> None:
     flat = AdaptiveK(4, 1, 8, cost=(10.0,) * 9)
     steep = AdaptiveK(4, 1, 8, cost=tuple(10.0 * n for n in range(1, 10)))

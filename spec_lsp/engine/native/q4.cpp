@@ -459,6 +459,48 @@ at::Tensor attend(const at::Tensor& q_in, const at::Tensor& keys, const at::Tens
   return out;
 }
 
+// One layer's attention from its fused q/k/v product qkv [n, (heads + 2 kv) D]: q and k rotated
+// by rot [n, heads + kv, D / 2, 2] (cos, sin pairs; q's with the attention scale folded in; each
+// head's rotated pairs side by side), k and v written to the caches at start .. start + n - 1,
+// then `attend`. Returns [n, heads, D].
+at::Tensor rope_attend(const at::Tensor& qkv_in, const at::Tensor& rot_in, const at::Tensor& keys,
+                       const at::Tensor& values, int64_t start, int64_t heads) {
+  const at::Tensor qkv = qkv_in.to(at::kFloat).contiguous(), rot = rot_in.contiguous();
+  TORCH_CHECK(keys.is_contiguous() && values.is_contiguous() && keys.scalar_type() == at::kFloat &&
+                  values.scalar_type() == at::kFloat && rot.scalar_type() == at::kFloat,
+              "rope_attend: float32 contiguous caches and rotation");
+  const int64_t n = qkv.size(0), kv = keys.size(0), D = keys.size(1), cap = keys.size(2);
+  const int64_t qk_heads = heads + kv, width = qkv.size(1);
+  TORCH_CHECK(width == (heads + 2 * kv) * D && start + n <= cap && values.size(1) == cap,
+              "rope_attend: shapes");
+  TORCH_CHECK(rot.numel() == n * qk_heads * D, "rope_attend: rotation shape");
+  at::Tensor q = at::empty({n, heads, D}, qkv.options());
+  const float *xp = qkv.data_ptr<float>(), *cs = rot.data_ptr<float>();
+  float *qp = q.data_ptr<float>(), *kp = keys.data_ptr<float>(), *vp = values.data_ptr<float>();
+  for (int64_t r = 0; r < n; ++r) {
+    const float* x = xp + r * width;
+    for (int64_t hh = 0; hh < qk_heads; ++hh) {
+      const float* a = x + hh * D;
+      const float* c = cs + (r * qk_heads + hh) * D;
+      for (int64_t j = 0; j < D / 2; ++j) {
+        const float re = a[2 * j] * c[2 * j] - a[2 * j + 1] * c[2 * j + 1];
+        const float im = a[2 * j] * c[2 * j + 1] + a[2 * j + 1] * c[2 * j];
+        if (hh < heads) {
+          qp[(r * heads + hh) * D + 2 * j] = re;
+          qp[(r * heads + hh) * D + 2 * j + 1] = im;
+        } else {
+          float* k = kp + (hh - heads) * D * cap + start + r;
+          k[(2 * j) * cap] = re;
+          k[(2 * j + 1) * cap] = im;
+        }
+      }
+    }
+    for (int64_t g = 0; g < kv; ++g)
+      std::memcpy(vp + (g * cap + start + r) * D, x + (qk_heads + g) * D, D * sizeof(float));
+  }
+  return attend(q, keys, values, start);
+}
+
 at::Tensor q4_mm(const at::Tensor& x, const at::Tensor& w) { return blocks_mm<true>(x, w); }
 at::Tensor q8_mm(const at::Tensor& x, const at::Tensor& w) { return blocks_mm<false>(x, w); }
 at::Tensor q4_dequant(const at::Tensor& w, int64_t K) { return blocks_dequant<true>(w, K); }
@@ -483,4 +525,6 @@ TORCH_LIBRARY(spec_lsp, m) {
   m.def("rms_norm(Tensor x, Tensor w, float eps) -> Tensor", &rms_norm);
   m.def("silu_mul(Tensor gu) -> Tensor", &silu_mul);
   m.def("attend(Tensor q, Tensor keys, Tensor values, int start) -> Tensor", &attend);
+  m.def("rope_attend(Tensor qkv, Tensor rot, Tensor(a!) keys, Tensor(b!) values, int start, "
+        "int heads) -> Tensor", &rope_attend);
 }
