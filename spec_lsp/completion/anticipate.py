@@ -66,7 +66,9 @@ async def prefetch_after(
         return
     anchor = Anchor(new_prefix, suffix)
     live = s.live.start(doc.uri, prompt.text, cut, anchor, s.options, prefetch=True)
-    answer = await s.prefetch.run(Ahead(doc.uri, text, key, live))
+    ahead = Ahead(doc.uri, text, key, live, len(prefix), len(new_prefix))
+    live.keep = ahead.toward  # accepting a line or a word of it keeps this prefetch running
+    answer = await s.prefetch.run(ahead)
     if answer is not None:
         s.reuse.cache.put(key, answer)
 

@@ -40,6 +40,19 @@ class Ahead:
     text: str  # the whole document after the accept
     key: CacheKey
     live: Live
+    start: int = 0  # where the accepted suggestion begins in `text`
+    end: int = 0  # and where it ends (the cursor after the accept)
+
+    def toward(self, text: str) -> bool:
+        """Whether `text` is the document with a start of the suggestion accepted (a line or a
+        word of it, or typed as shown): on the way to this prefetch's document."""
+        tail = self.text[self.end :]
+        head = len(text) - len(tail)
+        return (
+            self.start <= head <= self.end
+            and text.endswith(tail)
+            and self.text.startswith(text[:head])
+        )
 
 
 def after_accept(prefix: str, suggestion: str) -> tuple[str, int, int]:
@@ -57,8 +70,15 @@ class Prefetch:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._filled: OrderedDict[CacheKey, None] = OrderedDict()
 
-    def schedule(self, uri: str, work: Coroutine[Any, Any, None]) -> None:
-        """Runs `work` (the service's prefetch for `uri`) in the background, replacing any."""
+    def schedule(self, uri: str, work: Coroutine[Any, Any, None], text: str | None = None) -> None:
+        """Runs `work` (the service's prefetch for `uri`, for the document `text` after the
+        accept) in the background, replacing any; a prefetch already running for that very
+        document (a part of the suggestion was accepted, the rest is shown) is kept instead."""
+        ahead = self._ahead.get(uri)
+        same = text is not None and ahead is not None and ahead.text == text
+        if same and ahead is not None and self.pending(uri, ahead.key) is not None:
+            work.close()
+            return
         self.forget(uri)
         task = asyncio.get_running_loop().create_task(work)
         self._tasks[uri] = task
@@ -119,10 +139,11 @@ class Prefetch:
         return None if cancel is not None and cancel.cancelled else ahead.live
 
     def preempt(self, uri: str, text: str) -> None:
-        """A real request for `uri` at document `text`: every prefetch not for exactly that
-        document state is cancelled (the engine stops it within one decode step)."""
+        """A real request for `uri` at document `text`: every prefetch not for that document
+        state, or on the way to it (`Ahead.toward`), is cancelled (the engine stops it within
+        one decode step or one short prefill pass)."""
         for ahead in list(self._ahead.values()):
-            if ahead.uri != uri or ahead.text != text:
+            if ahead.uri != uri or not (ahead.text == text or ahead.toward(text)):
                 ahead.live.job.cancel()
 
     def hit(self, key: CacheKey) -> bool:

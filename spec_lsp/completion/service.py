@@ -178,9 +178,11 @@ class CompletionService:
         if not text:
             return None
         if self.options.prefetch and self.options.temperature == 0:
-            early = self.live.running(uri)  # still generating: the text is an early answer
+            running = self.live.running(uri)  # still generating: the text is an early answer
+            early = running if running is not None and not running.prefetch else None
             after = prefetch_after(self, doc, doc.version, pos, text, early)
-            self.prefetch.schedule(uri, after)
+            prefix, suffix = doc.prefix_suffix(*pos)
+            self.prefetch.schedule(uri, after, None if early else prefix + text + suffix)
         return self.feedback.issue(text)
 
     async def complete_all(

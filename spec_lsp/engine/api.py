@@ -53,6 +53,9 @@ class GenerationRequest:
     # The first token is the target's `first_rank`-th most likely instead (0: as decoded): the
     # branches of an explicit request's alternatives; the rest is decoded as usual.
     first_rank: int = 0
+    # Prefill in passes of at most this many tokens (None: the engine's own chunk): a prefetch's
+    # short passes let a real request that cancels it wait one short pass at most.
+    prefill_chunk: int | None = None
 
 
 @dataclass

@@ -230,7 +230,7 @@ class SpecEngine:
         t = time.perf_counter()
         reused = min(common_prefix_len(state.target.tokens, prompt), len(prompt) - 1)
         stats.reused_tokens = reused
-        done, chunk = reused, max(1, self.options.prefill_chunk)
+        done, chunk = reused, max(1, run.request.prefill_chunk or self.options.prefill_chunk)
         while len(prompt) - done > chunk:
             done += chunk
             state.target.advance(prompt[:done], keep=1)

@@ -136,6 +136,21 @@ def test_a_prefill_cancelled_between_chunks_keeps_its_chunks_for_the_next_reques
     assert n > 24
 
 
+def test_a_request_can_prefill_in_shorter_passes_than_the_engine(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)  # its own chunk: 256 tokens
+    prompt = CODE_PROMPTS[0]
+    n = len(engine.encode(prompt))
+    short = request(prompt, None, prefill_chunk=4)  # a prefetch's passes
+    short.max_new_tokens = 1
+    result = engine.generate(short)
+    assert result.stats.target_forwards == -(-n // 4)  # the prompt in passes of at most 4
+    whole = request(prompt, None)
+    whole.max_new_tokens = 1
+    whole_result = engine.generate(whole)
+    assert whole_result.stats.target_forwards == 1
+    assert whole_result.token_ids == result.token_ids
+
+
 def test_a_prompt_longer_than_the_context_is_cut_in_steps_so_typing_still_reuses_kv(
     target, tokenizer
 ) -> None:  # type: ignore[no-untyped-def]

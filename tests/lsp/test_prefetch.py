@@ -113,3 +113,36 @@ async def test_prefetch_off_computes_nothing_ahead() -> None:
     await shown(backend, service)
     await asyncio.sleep(0.05)
     assert len(backend.calls) == 1 and service.stats.prefetched == 0
+
+
+async def test_accepting_a_word_of_the_suggestion_keeps_its_prefetch_running() -> None:
+    """A partial accept (a word or a line) is on the way to the document the prefetch is for: the
+    prefetch goes on, the rest of the suggestion is answered typed-through without starting the
+    same prefetch again, and the full accept is answered by the one prefetch."""
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    await shown(backend, service)
+    backend.free_running = False  # the prefetch (started next) advances only when released
+    await until(lambda: len(backend.calls) == 2, "the prefetch started")
+    prefetch = backend.calls[1]
+    type_text(service, 2, "hello ")  # accept a word
+    rest = await service.complete(URI, *end(service), "utf-16")
+    assert rest is not None and rest.text == "world"
+    assert prefetch.cancel is not None and not prefetch.cancel.cancelled
+    type_text(service, 3, "world")  # the rest
+    backend.free_running = True
+    backend.release(100)
+    after = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
+    assert after is not None and after.text == "hello world"
+    assert len(backend.calls) == 2  # the suggestion and its one prefetch
+    assert service.stats.prefetch_cancelled == 0 and service.stats.prefetch_hits == 1
+
+
+async def test_a_prefetch_prefills_in_short_passes() -> None:
+    backend = ScriptedBackend("hello world")
+    service = await service_with(backend, prefetch=True)
+    await shown(backend, service)
+    await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
+    request, prefetch = backend.calls
+    assert request.prefill_chunk is None  # the engine's own chunk
+    assert prefetch.prefill_chunk is not None and prefetch.prefill_chunk <= 8
