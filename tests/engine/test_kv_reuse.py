@@ -137,7 +137,7 @@ def test_a_prefill_cancelled_between_chunks_keeps_its_chunks_for_the_next_reques
 
 
 def test_a_request_can_prefill_in_shorter_passes_than_the_engine(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(target, tokenizer)  # its own chunk: 256 tokens
+    engine = make_engine(target, tokenizer)  # its own chunk: 128 tokens
     prompt = CODE_PROMPTS[0]
     n = len(engine.encode(prompt))
     short = request(prompt, None, prefill_chunk=4)  # a prefetch's passes
@@ -154,7 +154,7 @@ def test_a_request_can_prefill_in_shorter_passes_than_the_engine(target, tokeniz
 def test_a_prompt_longer_than_the_context_is_cut_in_steps_so_typing_still_reuses_kv(
     target, tokenizer
 ) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(target, tokenizer, context_tokens=64, prefill_chunk=16)
+    engine = make_engine(target, tokenizer, context_tokens=64, window_step=16)
     prompt = "".join(CODE_PROMPTS)
     assert len(engine.encode(prompt)) > 80
     engine.generate(request(prompt, "doc"))
@@ -164,7 +164,7 @@ def test_a_prompt_longer_than_the_context_is_cut_in_steps_so_typing_still_reuses
         warm = engine.generate(request(prompt, "doc"))
         assert warm.stats.prompt_tokens <= 64
         reused.append(warm.stats.reused_tokens)
-        cold = make_engine(target, tokenizer, context_tokens=64, prefill_chunk=16)
+        cold = make_engine(target, tokenizer, context_tokens=64, window_step=16)
         assert warm.token_ids == cold.generate(request(prompt, None)).token_ids
     # Most keystrokes keep the window's first token, so nearly all of it comes from the cache.
     assert sum(r >= 40 for r in reused) >= len(reused) - 2
