@@ -34,7 +34,7 @@ class Options:
     # An automatic request still generating after this many ms is answered with the complete lines
     # streamed so far (trimmed as usual); the generation goes on, and what it adds answers the
     # request after the accept. 0: always wait for the whole suggestion.
-    partial_ms: int = 250
+    partial_ms: int = 100
 
     def language_enabled(self, language_id: str) -> bool:
         return "*" in self.enabled_languages or language_id in self.enabled_languages
