@@ -6,9 +6,7 @@ tokens, verify them with one target forward, accept the approved ones plus the t
 token. Stop conditions (max tokens, EOS, stop strings, the external stop callback, cancellation)
 are applied token by token on what the target accepted (`_emit`), so the output is token-for-token
 the target's own greedy decoding.
-
-Knows nothing of LSP, editors, grammars or preset files; the stop callback is an opaque function
-of the text.
+Knows nothing of LSP, editors, grammars or preset files; the stop callback is an opaque function.
 """
 
 from __future__ import annotations
@@ -56,12 +54,10 @@ class EngineOptions:
     max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
     kv_budget_mb: float = 128.0  # memory for cached KV states across documents
     context_tokens: int = 2048  # longest prompt kept (left-truncated)
-    # A long prefill runs in chunks of this many tokens with a cancellation check between them:
-    # a superseded request stops sooner, and the chunks it finished stay cached for the next one.
-    # 128: ~0.8 s a chunk for the bundled target on a 2-core CPU, 3-11% slower overall than 256.
+    # A long prefill runs in chunks of this many tokens, a cancellation check between them (the
+    # chunks done stay cached): ~0.8 s each for the bundled target on 2 cores, 3-11% slower than 256.
     prefill_chunk: int = 128
-    # A prompt over context_tokens is cut in steps of this many tokens (see `_window`).
-    window_step: int = 256
+    window_step: int = 256  # a prompt over context_tokens is cut in steps of this (`_window`)
     verify_cost: tuple[float, ...] = ()  # [n - 1]: ms of a target pass over n tokens (measured)
 
 
@@ -225,8 +221,8 @@ class SpecEngine:
 
     def _prefill(self, run: _Run, state: DocState, prompt: list[int]) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
-        cancellation check between them; returns the logits of its last position [1, V], or None
-        when cancelled (the chunks done stay cached)."""
+        cancellation check between them; the logits of its last position [1, V], None when
+        cancelled (the chunks done stay cached). A request's `prefill_chunk` can be shorter."""
         stats = run.stats
         if self._cancelled(run):
             return None
