@@ -288,8 +288,6 @@ class LeanDecoder:
         self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, start: int, n: int
     ) -> torch.Tensor:
         """q [n, heads, D] (scaled) against cached positions 0 .. start + n - 1: [n, heads, D]."""
-        if self.native and n <= EXACT_ROWS:  # row by row in the engine's kernel
-            return torch.ops.spec_lsp.attend(q, keys, values, start)
         group = self.heads // self.kv_heads
         if n == 1:  # one-token decoding
             qr = q.view(self.kv_heads, group, -1)

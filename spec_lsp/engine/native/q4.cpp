@@ -372,6 +372,23 @@ inline float exp_shifted(float* p, int64_t len, float mx) {
   return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
 
+// The largest of p[0 .. len) (exact in any order).
+inline float max_of(const float* p, int64_t len) {
+  float mx = p[0];
+  int64_t j = 0;
+#ifdef SPEC_LSP_AVX2
+  if (len >= 8) {
+    __m256 m = _mm256_loadu_ps(p);
+    for (j = 8; j + 8 <= len; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(p + j));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, m);
+    for (int l = 0; l < 8; ++l) mx = std::fmax(mx, lanes[l]);
+  }
+#endif
+  for (; j < len; ++j) mx = std::fmax(mx, p[j]);
+  return mx;
+}
+
 // y[i] = fma(a, x[i], y[i]) for i < n.
 inline void axpy(float a, const float* x, float* y, int64_t n) {
   int64_t i = 0;
@@ -449,8 +466,7 @@ at::Tensor attend(const at::Tensor& q_in, const at::Tensor& keys, const at::Tens
       const float* V = vp + g * cap * D;
       const float* qr = qp + (r * heads + h) * D;
       scores_of(qr, K, cap, D, len, p);
-      float mx = p[0];
-      for (int64_t j = 1; j < len; ++j) mx = std::fmax(mx, p[j]);
+      const float mx = max_of(p, len);
       const float inv = 1.f / exp_shifted(p, len, mx);
       for (int64_t j = 0; j < len; ++j) p[j] *= inv;
       mix_values(p, V, D, len, op + (r * heads + h) * D);
