@@ -6,6 +6,7 @@ function (`kernel`). What `lean` builds its passes from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -96,36 +97,17 @@ def cast_weight(layer: nn.Module) -> torch.Tensor:
 def kernel(layer: nn.Module) -> Any:
     """x [n, K] -> x W^T [n, N] for a linear layer of any format: the packed kernel itself for a
     decode-sized pass (no per-call reshapes or casts beyond the kernel's own input dtype)."""
-    if isinstance(layer, BlockLinear):
-        blocks, product, bias = layer.blocks, layer.kernel(), layer.bias
+    product = _packed_product(layer)
+    if product is not None:
+        bias = getattr(layer, "bias", None)
 
-        def native(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[0] > PREFILL_ROWS:
+        def packed(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > PREFILL_ROWS:  # a prefill chunk: the layer's own float32 path
                 return layer(x)
-            y = product(x, blocks)
+            y = product(x)
             return y if bias is None else y + bias
 
-        return native
-    if isinstance(layer, Int4Linear):
-        packed, sz, bias = layer.packed, layer.scales_zeros, layer.bias
-
-        def int4(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[0] > PREFILL_ROWS:
-                return layer(x)
-            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(COMPUTE), packed, 32, sz)
-            return y if bias is None else y + bias
-
-        return int4
-    if isinstance(layer, Int8Linear):
-        codes, scales, bias8 = layer.codes, layer.scales, layer.bias
-
-        def int8(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[0] > PREFILL_ROWS:
-                return layer(x)
-            y = torch._weight_int8pack_mm(x.to(COMPUTE), codes, scales)
-            return y if bias8 is None else y + bias8
-
-        return int8
+        return packed
     weight = getattr(layer, "weight", None)
     if not isinstance(weight, torch.Tensor):  # a `RowConcat`
         return layer
@@ -136,3 +118,18 @@ def kernel(layer: nn.Module) -> Any:
         return F.linear(x.to(weight.dtype), weight, b)
 
     return dense
+
+
+def _packed_product(layer: nn.Module) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """x -> x W^T (no bias) through a packed layer's kernel; None for a layer of another kind."""
+    if isinstance(layer, BlockLinear):
+        blocks, op = layer.blocks, layer.kernel()
+        return lambda x: op(x, blocks)
+    if isinstance(layer, Int4Linear):
+        packed, sz = layer.packed, layer.scales_zeros
+        int4 = torch.ops.aten._weight_int4pack_mm_for_cpu
+        return lambda x: int4(x.to(COMPUTE), packed, 32, sz)
+    if isinstance(layer, Int8Linear):
+        codes, scales = layer.codes, layer.scales
+        return lambda x: torch._weight_int8pack_mm(x.to(COMPUTE), codes, scales)
+    return None

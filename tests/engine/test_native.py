@@ -14,6 +14,7 @@ import torch
 from spec_lsp.engine import fusion, native, quant
 from spec_lsp.engine.gguf import Q4Blocks, Q8Blocks
 from spec_lsp.engine.qblocks import BlockLinear
+from spec_lsp.engine.sources import tiny_model
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="native kernels not built here")
 
@@ -92,19 +93,7 @@ def test_fusion_keeps_each_layers_numbers() -> None:
 
 
 def test_apply_format_takes_the_native_kernels_and_the_tied_output_blocks() -> None:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=128,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(cfg).eval()
+    model = tiny_model(2, 0, 128)  # tied embedding and output
     weight = model.get_input_embeddings().weight
     embed = BlockLinear.from_weight(weight, "q8_0")  # stands for the GGUF's Q8_0 embedding
     codes = embed.codes()
