@@ -115,6 +115,14 @@ async def test_prefetch_off_computes_nothing_ahead() -> None:
     assert len(backend.calls) == 1 and service.stats.prefetched == 0
 
 
+async def drain(service: CompletionService) -> None:
+    """Stops the document's prefetches and the worker once its queued jobs are done, while the
+    event loop still runs to take their results."""
+    service.did_close(URI)
+    service.worker.stop()
+    await asyncio.to_thread(service.worker.join, WAIT_S)
+
+
 async def test_accepting_a_word_of_the_suggestion_keeps_its_prefetch_running() -> None:
     """A partial accept (a word or a line) is on the way to the document the prefetch is for: the
     prefetch goes on, the rest of the suggestion is answered typed-through without starting the
@@ -136,6 +144,7 @@ async def test_accepting_a_word_of_the_suggestion_keeps_its_prefetch_running() -
     assert after is not None and after.text == "hello world"
     assert len(backend.calls) == 2  # the suggestion and its one prefetch
     assert service.stats.prefetch_cancelled == 0 and service.stats.prefetch_hits == 1
+    await drain(service)
 
 
 async def test_a_prefetch_prefills_in_short_passes() -> None:
@@ -146,3 +155,4 @@ async def test_a_prefetch_prefills_in_short_passes() -> None:
     request, prefetch = backend.calls
     assert request.prefill_chunk is None  # the engine's own chunk
     assert prefetch.prefill_chunk is not None and prefetch.prefill_chunk <= 8
+    await drain(service)
