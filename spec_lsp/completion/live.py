@@ -55,7 +55,7 @@ class Live:
 
 
 # A prefetch prefills in passes of this many tokens (~75 ms each for the bundled target on a
-# 2-core CPU, against ~1.5 s for the engine's 256-token chunk): a real request cancelling it waits
+# 2-core CPU, against ~0.8 s for the engine's 128-token chunk): a real request cancelling it waits
 # one such pass at most.
 PREFETCH_PREFILL_CHUNK = 8
 
