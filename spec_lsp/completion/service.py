@@ -295,7 +295,8 @@ class CompletionService:
             anchor.text = cached
             self.reuse.remember(doc.uri, anchor)
             return cached if self._current(doc, arrival) else self._stale()
-        delay = debounce_s(arrival.gap_ms, o.debounce_ms, self.stats.model_ms_ema)
+        cheap = bool(getattr(self.worker.backend, "cheap_cancel", False))
+        delay = debounce_s(arrival.gap_ms, o.debounce_ms, self.stats.model_ms_ema, cheap)
         if delay > 0:
             await asyncio.sleep(delay)
         if not self._current(doc, arrival):

@@ -73,6 +73,10 @@ class _Run:
 
 
 class SpecEngine:
+    # A superseded generation stops within one step and keeps its KV for the next keystroke's
+    # request: the server need not debounce before starting one (`completion.arrivals`).
+    cheap_cancel = True
+
     def __init__(
         self,
         target: PreTrainedModel,

@@ -326,6 +326,7 @@ def _figures(t: Tally) -> dict[str, Any]:
         "pause_to_suggestion_ms": pause,
         "pauses": t.pauses,
         "pauses_with_suggestion": len(t.pause_waits),
+        "pause_waits_ms": sorted(round(w, 1) for w in t.pause_waits),  # each, for the record
         "typed_through_pauses": t.typed_through,
         "predicted_chars": t.predicted_chars,
         "typed_chars": t.typed_chars,

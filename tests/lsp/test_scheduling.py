@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from spec_lsp.completion import CompletionService
+from spec_lsp.completion import service as service_module
 from spec_lsp.completion.arrivals import debounce_s
 from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
@@ -189,6 +192,37 @@ def test_debounce_waits_only_while_requests_come_faster_than_the_model() -> None
     assert debounce_s(300.0, 0, 200.0) == 0.0
     assert 0 < debounce_s(60.0, 0, 200.0) <= 0.1
     assert debounce_s(None, 250, 200.0) == 0.25
+    # A backend that stops a superseded generation within a step (the local engine): no wait,
+    # unless one is configured.
+    assert debounce_s(60.0, 0, 200.0, cheap_cancel=True) == 0.0
+    assert debounce_s(60.0, 250, 200.0, cheap_cancel=True) == 0.25
+
+
+class CheapCancelBackend(ScriptedBackend):
+    cheap_cancel = True  # as the local engine: superseding a generation costs one step
+
+
+async def test_a_backend_that_cancels_cheaply_starts_a_keystroke_request_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[float] = []
+    real = service_module.debounce_s
+
+    def recorded(*args: object, **kwargs: object) -> float:
+        delay = real(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append(delay)
+        return delay
+
+    monkeypatch.setattr(service_module, "debounce_s", recorded)
+    for backend, waits in ((ScriptedBackend("pass"), True), (CheapCancelBackend("pass"), False)):
+        backend.free_running = True
+        service = await service_with(backend)
+        service.stats.model_ms_ema = 10_000.0  # a slow model: typing is faster than it answers
+        service.did_open(URI, "python", 1, "x = ")
+        await service.complete(URI, *end(service), "utf-16")  # the document's first request
+        type_text(service, 2, "1")
+        await service.complete(URI, *end(service), "utf-16")  # a keystroke right after it
+        assert seen[-2] == 0.0 and (seen[-1] > 0.0) == waits, (type(backend).__name__, seen)
 
 
 # -- the cursor after indentation on an empty line -------------------------------------------------
