@@ -123,8 +123,7 @@ def kernel(layer: nn.Module) -> Any:
 def _packed_product(layer: nn.Module) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """x -> x W^T (no bias) through a packed layer's kernel; None for a layer of another kind."""
     if isinstance(layer, BlockLinear):
-        blocks, op = layer.blocks, layer.kernel()
-        return lambda x: op(x, blocks)
+        return layer.product()
     if isinstance(layer, Int4Linear):
         packed, sz = layer.packed, layer.scales_zeros
         int4 = torch.ops.aten._weight_int4pack_mm_for_cpu

@@ -1,10 +1,14 @@
 """Linear layers whose weights are GGUF blocks, run by the native kernels (`native`).
 
-`BlockLinear` holds a matrix [N, K] as rows of Q4_1 blocks (32 weights: fp16 scale `d`, fp16
-minimum `m`, 16 bytes of 4-bit codes, weight `d q + m`) or Q8_0 blocks (fp16 scale, 32 int8 codes):
-the layout of the GGUF file itself, so a bundled model's layers are its bytes, taken as they are.
-A layer of another source is quantized the way llama.cpp quantizes (per block of 32: min/max for
-Q4_1, max |w| / 127 for Q8_0).
+`BlockLinear` holds a matrix [N, K] as Q4_1 blocks (32 weights: fp16 scale `d`, fp16 minimum `m`,
+16 bytes of 4-bit codes, weight `d q + m`) or Q8_0 blocks (fp16 scale, 32 int8 codes): a bundled
+model's layers are the GGUF file's own blocks, taken as they are. A layer of another source is
+quantized the way llama.cpp quantizes (per block of 32: min/max for Q4_1, max |w| / 127 for Q8_0).
+
+The blocks are kept interleaved by groups of 8 output rows (`pack`; `raw` gives back the file's
+row layout): per group and block, the 8 rows' scales side by side, then their codes 4 by 4, so the
+kernel computes 8 output rows in the 8 lanes of one vector (tests/engine/test_native.py). The same
+bytes, in another order: no memory is added.
 
 Passes of up to `quant.PREFILL_ROWS` rows (decode and verification) run the integer kernels;
 longer ones (a prefill chunk) multiply in float32 by the de-quantized matrix. Rows permute and
@@ -12,6 +16,8 @@ concatenate as bytes (`fusion`). Knows nothing of presets or the engine: modules
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +27,8 @@ from spec_lsp.engine import native
 from spec_lsp.engine.gguf import BLOCK, Q4Blocks, Q8Blocks
 
 KINDS = {"q4_1": 20, "q8_0": 34}  # bytes per block of 32 weights
+GROUP = 8  # output rows interleaved together (the kernel's vector lanes)
+PACKED = {"q4_1": 160, "q8_0": 272}  # bytes per group and block: GROUP blocks
 PREFILL_ROWS = 32  # = quant.PREFILL_ROWS (quant imports this module)
 
 
@@ -32,20 +40,63 @@ def _f16_bytes(values: torch.Tensor) -> torch.Tensor:
     return half.contiguous().view(torch.uint8).view(*values.shape, 2)
 
 
-class BlockLinear(nn.Module):
-    """y = x W^T + b with W [N, K] as rows of GGUF blocks (`kind`: q4_1 or q8_0)."""
+def pack(raw: torch.Tensor, kind: str) -> torch.Tensor:
+    """Rows of GGUF blocks [N, K / 32 * KINDS[kind]] -> [ceil(N / 8), K / 32, PACKED[kind]]: per
+    group of 8 rows (the last one padded with zero blocks) and block, the 8 fp16 scales (Q4_1: then
+    the 8 fp16 minimums), then 32-byte vectors of 4 consecutive codes of each row (Q4_1: codes
+    4k .. 4k + 3 in the low nibbles of vector k, 4k + 16 .. 4k + 19 in the high ones, k < 4)."""
+    n, kb = raw.shape[0], KINDS[kind]
+    g = raw.shape[1] // kb
+    groups = -(-n // GROUP)
+    r = raw.view(n, g, kb)
+    if groups * GROUP > n:
+        r = torch.cat([r, r.new_zeros(groups * GROUP - n, g, kb)])
+    r = r.view(groups, GROUP, g, kb).transpose(1, 2)  # [groups, g, row, bytes]
+    scales = [r[..., 0:2].reshape(groups, g, 2 * GROUP)]
+    if kind == "q8_0":
+        codes = r[..., 2:]
+    else:
+        scales.append(r[..., 2:4].reshape(groups, g, 2 * GROUP))
+        qs = r[..., 4:]  # byte j: code j low nibble, code j + 16 high nibble
+        codes = torch.cat([qs & 0x0F, qs >> 4], dim=-1)
+    steps = codes.reshape(groups, g, GROUP, 8, 4).transpose(2, 3)  # [groups, g, step, row, 4]
+    if kind == "q4_1":
+        steps = steps[:, :, :4] | (steps[:, :, 4:] << 4)
+    return torch.cat([*scales, steps.reshape(groups, g, -1)], dim=-1).contiguous()
 
-    blocks: torch.Tensor  # [N, K / 32 * KINDS[kind]] uint8
+
+def unpack(packed: torch.Tensor, n: int, kind: str) -> torch.Tensor:
+    """`pack`'s inverse: the first `n` rows of GGUF blocks [n, K / 32 * KINDS[kind]]."""
+    groups, g, _ = packed.shape
+    parts = [packed[..., 0:16].reshape(groups, g, GROUP, 2)]
+    if kind == "q8_0":
+        steps = packed[..., 16:].reshape(groups, g, 8, GROUP, 4)
+    else:
+        parts.append(packed[..., 16:32].reshape(groups, g, GROUP, 2))
+        nibbles = packed[..., 32:].reshape(groups, g, 4, GROUP, 4)
+        steps = torch.cat([nibbles & 0x0F, nibbles >> 4], dim=2)
+    codes = steps.transpose(2, 3).reshape(groups, g, GROUP, 32)  # [groups, g, row, code]
+    if kind == "q4_1":
+        codes = codes[..., :16] | (codes[..., 16:] << 4)
+    rows = torch.cat([*parts, codes], dim=-1).transpose(1, 2)  # [groups, row, g, bytes]
+    return rows.reshape(groups * GROUP, -1)[:n].contiguous()
+
+
+class BlockLinear(nn.Module):
+    """y = x W^T + b with W [N, K] as GGUF blocks (`kind`: q4_1 or q8_0), packed by 8 rows."""
+
+    packed: torch.Tensor  # [ceil(N / 8), K / 32, PACKED[kind]] uint8
     bias: torch.Tensor | None
 
     def __init__(self, blocks: torch.Tensor, in_features: int, kind: str) -> None:
+        """`blocks`: rows of GGUF blocks [N, K / 32 * KINDS[kind]] (the file's layout)."""
         super().__init__()
         if kind not in KINDS or in_features % BLOCK:
             raise ValueError(f"BlockLinear: kind {kind!r}, in_features {in_features}")
         if blocks.dtype != torch.uint8 or blocks.shape[1] != in_features // BLOCK * KINDS[kind]:
             raise ValueError(f"BlockLinear: {tuple(blocks.shape)} is not rows of {kind} blocks")
         self.kind, self.in_features, self.out_features = kind, in_features, blocks.shape[0]
-        self.register_buffer("blocks", blocks.contiguous())
+        self.register_buffer("packed", pack(blocks, kind))
         self.register_buffer("bias", None)
 
     # -- construction -------------------------------------------------------------------------
@@ -83,7 +134,7 @@ class BlockLinear(nn.Module):
     # -- rows ---------------------------------------------------------------------------------
     def rows(self, order: torch.Tensor) -> BlockLinear:
         """The layer whose output feature i is this one's feature `order[i]`."""
-        new = BlockLinear(self.blocks[order], self.in_features, self.kind)
+        new = BlockLinear(self.raw()[order], self.in_features, self.kind)
         if self.bias is not None:
             new.bias = self.bias[order].clone()
         return new
@@ -95,7 +146,7 @@ class BlockLinear(nn.Module):
         if len(kinds) != 1:
             raise ValueError("BlockLinear.concat: layers of different kinds or widths")
         first = layers[0]
-        new = BlockLinear(torch.cat([x.blocks for x in layers]), first.in_features, first.kind)
+        new = BlockLinear(torch.cat([x.raw() for x in layers]), first.in_features, first.kind)
         if any(x.bias is not None for x in layers):
             new.bias = torch.cat(
                 [x.bias if x.bias is not None else torch.zeros(x.out_features) for x in layers]
@@ -103,22 +154,29 @@ class BlockLinear(nn.Module):
         return new
 
     # -- products -----------------------------------------------------------------------------
+    def raw(self) -> torch.Tensor:
+        """The blocks as rows in the GGUF file's layout [N, K / 32 * KINDS[kind]] (a copy)."""
+        return unpack(self.packed, self.out_features, self.kind)
+
     def dequantized(self) -> torch.Tensor:
         """[N, K] float32, the weights the blocks hold."""
         op = torch.ops.spec_lsp.q4_dequant if self.kind == "q4_1" else torch.ops.spec_lsp.q8_dequant
-        return op(self.blocks, self.in_features)
+        return op(self.packed, self.out_features, self.in_features)
 
     def codes(self) -> torch.Tensor:
         """[N, K] codes (uint8 0..15 for q4_1, int8 for q8_0)."""
         n, g = self.out_features, self.in_features // BLOCK
-        raw = self.blocks.view(n, g, KINDS[self.kind])
+        raw = self.raw().view(n, g, KINDS[self.kind])
         if self.kind == "q8_0":
             return raw[..., 2:].contiguous().view(torch.int8).reshape(n, -1)
         qs = raw[..., 4:]
         return torch.cat([qs & 0x0F, qs >> 4], dim=-1).reshape(n, -1)
 
-    def kernel(self) -> torch._ops.OpOverloadPacket:
-        return torch.ops.spec_lsp.q4_mm if self.kind == "q4_1" else torch.ops.spec_lsp.q8_mm
+    def product(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """x [M, K] -> x W^T [M, N] through the integer kernel (no bias)."""
+        op = torch.ops.spec_lsp.q4_mm if self.kind == "q4_1" else torch.ops.spec_lsp.q8_mm
+        packed, n = self.packed, self.out_features
+        return lambda x: op(x, packed, n)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -126,7 +184,7 @@ class BlockLinear(nn.Module):
         if flat.shape[0] > PREFILL_ROWS:
             y = F.linear(flat.float(), self.dequantized())
         else:
-            y = self.kernel()(flat, self.blocks)
+            y = self.product()(flat)
         if self.bias is not None:
             y = y + self.bias
         return y.to(x.dtype).reshape(*shape[:-1], self.out_features)

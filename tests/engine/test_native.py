@@ -29,7 +29,7 @@ def _reference(x: torch.Tensor, layer: BlockLinear) -> torch.Tensor:
     d_x = (amax.float() / 127).double()
     inv = torch.where(amax > 0, (127 / amax.float()).double(), torch.zeros_like(amax))
     q_x = torch.round((xb.float() * inv.float()[..., None]).double())  # float32 product, as C
-    raw = layer.blocks.view(layer.out_features, g, -1)
+    raw = layer.raw().view(layer.out_features, g, -1)
     d_w = raw[..., 0:2].contiguous().view(torch.float16)[..., 0].double()
     codes = layer.codes().double().view(layer.out_features, g, 32)
     dots = torch.einsum("ngk,mgk->mng", codes, q_x)
@@ -97,12 +97,12 @@ def test_apply_format_takes_the_native_kernels_and_the_tied_output_blocks() -> N
     weight = model.get_input_embeddings().weight
     embed = BlockLinear.from_weight(weight, "q8_0")  # stands for the GGUF's Q8_0 embedding
     codes = embed.codes()
-    d = embed.blocks.view(128, 2, 34)[..., :2].contiguous().view(torch.float16)[..., 0].float()
+    d = embed.raw().view(128, 2, 34)[..., :2].contiguous().view(torch.float16)[..., 0].float()
     blocks = {"model.embed_tokens.weight": Q8Blocks(codes, d)}
     label = quant.apply_format(model, "int4", output="int8", blocks=blocks)
     assert label == "int4 (output int8), native kernels"
     assert isinstance(model.lm_head, BlockLinear) and model.lm_head.kind == "q8_0"
-    assert torch.equal(model.lm_head.blocks, embed.blocks)  # the file's blocks, not re-quantized
+    assert torch.equal(model.lm_head.raw(), embed.raw())  # the file's blocks, not re-quantized
     assert isinstance(model.model.layers[0].mlp.up_proj, BlockLinear)
     ids = torch.tensor([[1, 2, 3, 4]])
     assert torch.isfinite(model(ids).logits).all()

@@ -1,14 +1,13 @@
 // spec-lsp's CPU products over GGUF blocks, with activations quantized per block of 32 to int8
 // (as llama.cpp does), in integer dot products (AVX2) or plain C++ elsewhere.
 //
-//   q4_mm(x [M, K] f32, w [N, K/32 * 20] u8: Q4_1 blocks {f16 d, f16 m, 16 bytes of codes})
-//   q8_mm(x [M, K] f32, w [N, K/32 * 34] u8: Q8_0 blocks {f16 d, 32 int8 codes})
-//   q4_dequant(w) / q8_dequant(w) -> [N, K] f32
+//   q4_mm(x [M, K] f32, w [ceil(N/8), K/32, 160] u8, N): Q4_1 blocks (d q + m), packed by 8 rows
+//   q8_mm(x [M, K] f32, w [ceil(N/8), K/32, 272] u8, N): Q8_0 blocks (d q), packed by 8 rows
+//   q4_dequant(w, N, K) / q8_dequant(w, N, K) -> [N, K] f32
 //
 // Exactness across batch sizes: every output element y[r, n] is computed from row r of x and row
-// n of w alone, in the same order of operations whatever M is and whichever thread computes it
-// (blocks in order, one 8-lane accumulator, one horizontal sum), so a pass over k rows gives, row
-// for row, bitwise the numbers of k one-row passes.
+// n of w alone, in the same order of operations whatever M is and whichever thread computes it,
+// so a pass over k rows gives, row for row, bitwise the numbers of k one-row passes.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -84,142 +83,148 @@ void quantize_row(const float* x, int64_t blocks, QRow out) {
   }
 }
 
+// Weights are stored interleaved by groups of 8 output rows (`qblocks.pack`): per group and block
+// of 32 inputs, the 8 rows' fp16 scales side by side (and, Q4_1, their fp16 minimums), then their
+// codes so that one 32-byte vector holds 4 consecutive codes of each of the 8 rows (Q4_1: two such
+// vectors in one, low and high nibbles). A block's product for 8 rows is then 8 integer
+// multiply-adds against 4 broadcast activations each, and each output row stays in its own lane:
+// no horizontal sums, the scales applied to 8 rows at once.
+//
+// Per (activation row r, output row n) the order of operations is fixed: blocks in order, one
+// accumulator for d_w d_x sum(q_w q_x) (a fused multiply-add per block) and one for m_w s_x,
+// added at the end; integer sums are exact. Whatever M is, and whichever thread or tile computes
+// it, a row's result is the same bits.
+constexpr int64_t GROUP = 8;        // output rows interleaved together
+constexpr int64_t P4_BYTES = 160;   // Q4_1, per group and block: 8 d, 8 m (fp16), 128 code bytes
+constexpr int64_t P8_BYTES = 272;   // Q8_0: 8 d (fp16), 256 code bytes
+
 #ifdef SPEC_LSP_AVX2
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-#endif
-
-// The products of weight rows w0 .. w0 + NR - 1 (G blocks each) with activation rows r0 ..
-// r0 + R - 1: y[r, n]. Per (n, r) the order of operations is fixed (blocks alternate between two
-// accumulators, summed at the end), whatever R and NR: a row's result does not depend on which
-// other rows share its tile.
-#ifdef SPEC_LSP_AVX2
-struct WBlock {
-  __m256i q;
-  float d, m;
-};
-
-template <bool Q4>
-inline WBlock load_block(const uint8_t* blk) {
-  WBlock out;
-  out.d = f16_to_f32(blk);
-  if (Q4) {
-    out.m = f16_to_f32(blk + 2);
-    const __m128i raw = _mm_loadu_si128((const __m128i*)(blk + 4));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    out.q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), _mm_and_si128(raw, mask));
-  } else {
-    out.m = 0.f;
-    out.q = _mm256_loadu_si256((const __m256i*)(blk + 2));
-  }
-  return out;
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
 
-template <bool Q4>
-inline __m256 block_dot(const WBlock& w, const int8_t* qa) {
-  const __m256i a = _mm256_loadu_si256((const __m256i*)qa);
-  const __m256i p16 = Q4 ? _mm256_maddubs_epi16(w.q, a)  // codes 0..15 unsigned, x signed
-                         : _mm256_maddubs_epi16(_mm256_sign_epi8(w.q, w.q), _mm256_sign_epi8(a, w.q));
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
-}
-
-template <bool Q4, int NR, int R>
-void tile(const uint8_t* w, int64_t stride, int64_t G, const int8_t* xq, const float* xd,
-          const float* xs, int64_t r0, float* y, int64_t ldy) {
-  const int64_t wb = Q4 ? Q4_BYTES : Q8_BYTES;
-  __m256 acc[NR][R][2];
-  float mins[NR][R][2];
-  for (int j = 0; j < NR; ++j)
-    for (int t = 0; t < R; ++t)
-      for (int e = 0; e < 2; ++e) { acc[j][t][e] = _mm256_setzero_ps(); mins[j][t][e] = 0.f; }
-  // Blocks b (even) and b + 1 (odd) into accumulators 0 and 1: indices known at compile time,
-  // so the accumulators stay in registers.
-  auto step = [&](int64_t b, auto e_const) {
-    constexpr int e = decltype(e_const)::value;
-    for (int j = 0; j < NR; ++j) {
-      const WBlock wk = load_block<Q4>(w + j * stride + b * wb);
-      for (int t = 0; t < R; ++t) {
-        const int64_t i = (r0 + t) * G + b;
-        const __m256 p = block_dot<Q4>(wk, xq + i * QK);
-        acc[j][t][e] = _mm256_fmadd_ps(_mm256_set1_ps(wk.d * xd[i]), p, acc[j][t][e]);
-        if (Q4) mins[j][t][e] += wk.m * xs[i];
+// Rows r0 .. r0 + R - 1 of x against one group's G blocks: y[r, n0 .. n0 + 7].
+template <bool Q4, int R>
+void group_tile(const uint8_t* wg, int64_t G, const int8_t* xq, const float* xd, const float* xs,
+                int64_t r0, float* y, int64_t ldy, int64_t n0, int64_t N) {
+  const int64_t pb = Q4 ? P4_BYTES : P8_BYTES;
+  const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0F);
+  __m256 acc[R], mins[R];
+  for (int t = 0; t < R; ++t) { acc[t] = _mm256_setzero_ps(); mins[t] = _mm256_setzero_ps(); }
+  for (int64_t b = 0; b < G; ++b) {
+    const uint8_t* blk = wg + b * pb;
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
+    const __m256 mw = Q4 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(blk + 16)))
+                         : _mm256_setzero_ps();
+    __m256i w[8], wabs[8];
+    if (Q4) {
+      for (int q = 0; q < 4; ++q) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i*)(blk + 32 + 32 * q));
+        w[q] = _mm256_and_si256(raw, low);
+        w[q + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+      }
+    } else {
+      for (int k = 0; k < 8; ++k) {
+        w[k] = _mm256_loadu_si256((const __m256i*)(blk + 16 + 32 * k));
+        wabs[k] = _mm256_sign_epi8(w[k], w[k]);
       }
     }
-  };
-  int64_t b = 0;
-  for (; b + 2 <= G; b += 2) {
-    step(b, std::integral_constant<int, 0>{});
-    step(b + 1, std::integral_constant<int, 1>{});
+    for (int t = 0; t < R; ++t) {
+      const int64_t i = (r0 + t) * G + b;
+      const int8_t* qa = xq + i * QK;
+      __m256i isum;
+      if (Q4) {  // pairs of code (0..15) x activation (|a| <= 127): 8 steps stay within int16
+        __m256i s16 = _mm256_maddubs_epi16(w[0], bcast4(qa));
+        for (int k = 1; k < 8; ++k)
+          s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[k], bcast4(qa + 4 * k)));
+        isum = _mm256_madd_epi16(s16, ones);
+      } else {  // |code| <= 128: one step's pairs fill int16, widened at each step
+        isum = _mm256_setzero_si256();
+        for (int k = 0; k < 8; ++k) {
+          const __m256i p = _mm256_maddubs_epi16(wabs[k], _mm256_sign_epi8(bcast4(qa + 4 * k), w[k]));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+        }
+      }
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(xd[i]));
+      acc[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[t]);
+      if (Q4) mins[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[i]), mins[t]);
+    }
   }
-  if (b < G) step(b, std::integral_constant<int, 0>{});
-  for (int j = 0; j < NR; ++j)
-    for (int t = 0; t < R; ++t)
-      y[(r0 + t) * ldy + j] =
-          hsum(_mm256_add_ps(acc[j][t][0], acc[j][t][1])) + (mins[j][t][0] + mins[j][t][1]);
+  for (int t = 0; t < R; ++t) {
+    const __m256 v = Q4 ? _mm256_add_ps(acc[t], mins[t]) : acc[t];
+    float* out = y + (r0 + t) * ldy + n0;
+    if (n0 + GROUP <= N) {
+      _mm256_storeu_ps(out, v);
+    } else {
+      float tmp[GROUP];
+      _mm256_storeu_ps(tmp, v);
+      for (int64_t j = 0; j < N - n0; ++j) out[j] = tmp[j];
+    }
+  }
 }
 
-template <bool Q4, int NR>
-void rows_tile(const uint8_t* w, int64_t stride, int64_t G, const int8_t* xq, const float* xd,
-               const float* xs, int64_t M, float* y, int64_t ldy) {
+template <bool Q4>
+void group_rows(const uint8_t* wg, int64_t G, const int8_t* xq, const float* xd, const float* xs,
+                int64_t M, float* y, int64_t ldy, int64_t n0, int64_t N) {
   int64_t r0 = 0;
-  for (; r0 + 4 <= M; r0 += 4) tile<Q4, NR, 4>(w, stride, G, xq, xd, xs, r0, y, ldy);
+  for (; r0 + 4 <= M; r0 += 4) group_tile<Q4, 4>(wg, G, xq, xd, xs, r0, y, ldy, n0, N);
   switch (M - r0) {
-    case 3: tile<Q4, NR, 3>(w, stride, G, xq, xd, xs, r0, y, ldy); break;
-    case 2: tile<Q4, NR, 2>(w, stride, G, xq, xd, xs, r0, y, ldy); break;
-    case 1: tile<Q4, NR, 1>(w, stride, G, xq, xd, xs, r0, y, ldy); break;
+    case 3: group_tile<Q4, 3>(wg, G, xq, xd, xs, r0, y, ldy, n0, N); break;
+    case 2: group_tile<Q4, 2>(wg, G, xq, xd, xs, r0, y, ldy, n0, N); break;
+    case 1: group_tile<Q4, 1>(wg, G, xq, xd, xs, r0, y, ldy, n0, N); break;
     default: break;
   }
 }
 #else
-// Plain C++: the same mathematics (8 integer lanes per block, two float accumulators).
+// Plain C++: the same mathematics, lane by lane.
 template <bool Q4>
-void rows_plain(const uint8_t* w, int64_t G, const int8_t* xq, const float* xd, const float* xs,
-                int64_t M, float* y, int64_t ldy) {
-  const int64_t wb = Q4 ? Q4_BYTES : Q8_BYTES;
+void group_rows(const uint8_t* wg, int64_t G, const int8_t* xq, const float* xd, const float* xs,
+                int64_t M, float* y, int64_t ldy, int64_t n0, int64_t N) {
+  const int64_t pb = Q4 ? P4_BYTES : P8_BYTES;
   for (int64_t r = 0; r < M; ++r) {
-    float lanes[2][8] = {};
-    float mins[2] = {0.f, 0.f};
+    float acc[GROUP] = {}, mins[GROUP] = {};
     for (int64_t b = 0; b < G; ++b) {
-      const int e = (int)(b & 1);
-      const uint8_t* blk = w + b * wb;
-      const int8_t* qa = xq + (r * G + b) * QK;
-      int32_t part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int i = 0; i < QK; ++i) {
-        int qv;
-        if (Q4) {
-          const uint8_t byte = blk[4 + (i & 15)];
-          qv = i < 16 ? (byte & 0x0F) : (byte >> 4);
-        } else {
-          qv = (int8_t)blk[2 + i];
-        }
-        part[i / 4] += qv * qa[i];
+      const uint8_t* blk = wg + b * pb;
+      const uint8_t* codes = blk + (Q4 ? 32 : 16);
+      const int64_t i = r * G + b;
+      const int8_t* qa = xq + i * QK;
+      for (int l = 0; l < GROUP; ++l) {
+        int32_t isum = 0;
+        for (int k = 0; k < 8; ++k)
+          for (int e = 0; e < 4; ++e) {
+            int qv;
+            if (Q4) {
+              const uint8_t byte = codes[32 * (k & 3) + 4 * l + e];
+              qv = k < 4 ? (byte & 0x0F) : (byte >> 4);
+            } else {
+              qv = (int8_t)codes[32 * k + 4 * l + e];
+            }
+            isum += qv * qa[4 * k + e];
+          }
+        const float scale = f16_to_f32(blk + 2 * l) * xd[i];
+        acc[l] = std::fma(scale, (float)isum, acc[l]);
+        if (Q4) mins[l] = std::fma(f16_to_f32(blk + 16 + 2 * l), xs[i], mins[l]);
       }
-      const float scale = f16_to_f32(blk) * xd[r * G + b];
-      for (int l = 0; l < 8; ++l) lanes[e][l] = std::fma(scale, (float)part[l], lanes[e][l]);
-      if (Q4) mins[e] += f16_to_f32(blk + 2) * xs[r * G + b];
     }
-    float v[8];
-    for (int l = 0; l < 8; ++l) v[l] = lanes[0][l] + lanes[1][l];
-    const float s = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
-    y[r * ldy] = s + (mins[0] + mins[1]);
+    for (int64_t l = 0; l < GROUP && n0 + l < N; ++l)
+      y[r * ldy + n0 + l] = Q4 ? acc[l] + mins[l] : acc[l];
   }
 }
 #endif
 
 template <bool Q4>
-at::Tensor blocks_mm(const at::Tensor& x_in, const at::Tensor& w) {
-  TORCH_CHECK(x_in.dim() == 2 && w.dim() == 2, "q_mm: x [M, K] and w [N, bytes]");
+at::Tensor blocks_mm(const at::Tensor& x_in, const at::Tensor& w, int64_t N) {
+  TORCH_CHECK(x_in.dim() == 2 && w.dim() == 3, "q_mm: x [M, K] and w [groups, K / 32, bytes]");
   TORCH_CHECK(w.scalar_type() == at::kByte && w.is_contiguous() && w.device().is_cpu(),
               "q_mm: w must be contiguous uint8 on the CPU");
   const at::Tensor x = x_in.to(at::kFloat).contiguous();
-  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  const int64_t M = x.size(0), K = x.size(1), groups = w.size(0);
   TORCH_CHECK(K % QK == 0, "q_mm: K must be a multiple of 32");
-  const int64_t G = K / QK;
-  TORCH_CHECK(w.size(1) == G * (Q4 ? Q4_BYTES : Q8_BYTES), "q_mm: w does not hold K/32 blocks");
+  const int64_t G = K / QK, pb = Q4 ? P4_BYTES : P8_BYTES;
+  TORCH_CHECK(w.size(1) == G && w.size(2) == pb, "q_mm: w does not hold K / 32 packed blocks");
+  TORCH_CHECK(N > (groups - 1) * GROUP && N <= groups * GROUP, "q_mm: N does not fit the groups");
   at::Tensor y = at::empty({M, N}, x.options());
   at::Tensor xq = at::empty({M, K}, x.options().dtype(at::kChar));
   at::Tensor xd = at::empty({M, G}, x.options());
@@ -232,49 +237,48 @@ at::Tensor blocks_mm(const at::Tensor& x_in, const at::Tensor& w) {
     quantize_row(xp + r * K, G, QRow{qp + r * K, dp + r * G, sp + r * G});
   const uint8_t* wp = w.data_ptr<uint8_t>();
   float* yp = y.data_ptr<float>();
-  const int64_t stride = w.size(1);
-  at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
-#ifdef SPEC_LSP_AVX2
-    int64_t n = begin;
-    for (; n + 2 <= end; n += 2) rows_tile<Q4, 2>(wp + n * stride, stride, G, qp, dp, sp, M, yp + n, N);
-    if (n < end) rows_tile<Q4, 1>(wp + n * stride, stride, G, qp, dp, sp, M, yp + n, N);
-#else
-    for (int64_t n = begin; n < end; ++n) rows_plain<Q4>(wp + n * stride, G, qp, dp, sp, M, yp + n, N);
-#endif
+  at::parallel_for(0, groups, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g)
+      group_rows<Q4>(wp + g * G * pb, G, qp, dp, sp, M, yp, N, g * GROUP, N);
   });
   return y;
 }
 
+// The packed matrix de-quantized: [N, K] float32, row n = output row n (d q + m; Q8_0: d q).
 template <bool Q4>
-at::Tensor blocks_dequant(const at::Tensor& w, int64_t K) {
-  TORCH_CHECK(w.scalar_type() == at::kByte && w.is_contiguous() && w.dim() == 2,
-              "q_dequant: w must be contiguous uint8 [N, bytes]");
-  const int64_t N = w.size(0), G = K / QK, wb = Q4 ? Q4_BYTES : Q8_BYTES;
-  TORCH_CHECK(K % QK == 0 && w.size(1) == G * wb, "q_dequant: w does not hold K/32 blocks");
+at::Tensor blocks_dequant(const at::Tensor& w, int64_t N, int64_t K) {
+  TORCH_CHECK(w.scalar_type() == at::kByte && w.is_contiguous() && w.dim() == 3,
+              "q_dequant: w must be contiguous uint8 [groups, K / 32, bytes]");
+  const int64_t groups = w.size(0), G = K / QK, pb = Q4 ? P4_BYTES : P8_BYTES;
+  TORCH_CHECK(K % QK == 0 && w.size(1) == G && w.size(2) == pb,
+              "q_dequant: w does not hold K / 32 packed blocks");
+  TORCH_CHECK(N > (groups - 1) * GROUP && N <= groups * GROUP, "q_dequant: N does not fit");
   at::Tensor out = at::empty({N, K}, w.options().dtype(at::kFloat));
   const uint8_t* wp = w.data_ptr<uint8_t>();
   float* op = out.data_ptr<float>();
-  at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
+  at::parallel_for(0, groups, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g)
       for (int64_t b = 0; b < G; ++b) {
-        const uint8_t* blk = wp + n * w.size(1) + b * wb;
-        float* o = op + n * K + b * QK;
-        const float d = f16_to_f32(blk);
-        if (Q4) {
-          const float m = f16_to_f32(blk + 2);
-          for (int i = 0; i < 16; ++i) {
-            o[i] = d * (float)(blk[4 + i] & 0x0F) + m;
-            o[i + 16] = d * (float)(blk[4 + i] >> 4) + m;
-          }
-        } else {
-          for (int i = 0; i < QK; ++i) o[i] = d * (float)(int8_t)blk[2 + i];
+        const uint8_t* blk = wp + (g * G + b) * pb;
+        const uint8_t* codes = blk + (Q4 ? 32 : 16);
+        for (int64_t l = 0; l < GROUP && g * GROUP + l < N; ++l) {
+          float* o = op + (g * GROUP + l) * K + b * QK;
+          const float d = f16_to_f32(blk + 2 * l);
+          const float m = Q4 ? f16_to_f32(blk + 16 + 2 * l) : 0.f;
+          for (int k = 0; k < 8; ++k)
+            for (int e = 0; e < 4; ++e) {
+              if (Q4) {
+                const uint8_t byte = codes[32 * (k & 3) + 4 * l + e];
+                o[4 * k + e] = d * (float)(k < 4 ? (byte & 0x0F) : (byte >> 4)) + m;
+              } else {
+                o[4 * k + e] = d * (float)(int8_t)codes[32 * k + 4 * l + e];
+              }
+            }
         }
       }
-    }
   });
   return out;
 }
-
 // -- the small operations of a decode-sized pass (each row on its own, in a fixed order) -----
 
 // Sum over i of a[i] * b[i] in 8 lanes (i mod 8), the lanes added pairwise at the end.
@@ -517,10 +521,18 @@ at::Tensor rope_attend(const at::Tensor& qkv_in, const at::Tensor& rot_in, const
   return attend(q, keys, values, start);
 }
 
-at::Tensor q4_mm(const at::Tensor& x, const at::Tensor& w) { return blocks_mm<true>(x, w); }
-at::Tensor q8_mm(const at::Tensor& x, const at::Tensor& w) { return blocks_mm<false>(x, w); }
-at::Tensor q4_dequant(const at::Tensor& w, int64_t K) { return blocks_dequant<true>(w, K); }
-at::Tensor q8_dequant(const at::Tensor& w, int64_t K) { return blocks_dequant<false>(w, K); }
+at::Tensor q4_mm(const at::Tensor& x, const at::Tensor& w, int64_t N) {
+  return blocks_mm<true>(x, w, N);
+}
+at::Tensor q8_mm(const at::Tensor& x, const at::Tensor& w, int64_t N) {
+  return blocks_mm<false>(x, w, N);
+}
+at::Tensor q4_dequant(const at::Tensor& w, int64_t N, int64_t K) {
+  return blocks_dequant<true>(w, N, K);
+}
+at::Tensor q8_dequant(const at::Tensor& w, int64_t N, int64_t K) {
+  return blocks_dequant<false>(w, N, K);
+}
 bool simd() {
 #ifdef SPEC_LSP_AVX2
   return true;
@@ -533,10 +545,10 @@ int64_t kernel_simd() { return simd() ? 1 : 0; }
 }  // namespace
 
 TORCH_LIBRARY(spec_lsp, m) {
-  m.def("q4_mm(Tensor x, Tensor w) -> Tensor", &q4_mm);
-  m.def("q8_mm(Tensor x, Tensor w) -> Tensor", &q8_mm);
-  m.def("q4_dequant(Tensor w, int K) -> Tensor", &q4_dequant);
-  m.def("q8_dequant(Tensor w, int K) -> Tensor", &q8_dequant);
+  m.def("q4_mm(Tensor x, Tensor w, int N) -> Tensor", &q4_mm);
+  m.def("q8_mm(Tensor x, Tensor w, int N) -> Tensor", &q8_mm);
+  m.def("q4_dequant(Tensor w, int N, int K) -> Tensor", &q4_dequant);
+  m.def("q8_dequant(Tensor w, int N, int K) -> Tensor", &q8_dequant);
   m.def("simd() -> int", &kernel_simd);
   m.def("rms_norm(Tensor x, Tensor w, float eps) -> Tensor", &rms_norm);
   m.def("silu_mul(Tensor gu) -> Tensor", &silu_mul);
