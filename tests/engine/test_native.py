@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from spec_lsp.engine import fusion, native, quant
+from spec_lsp.engine import fusion, native, qblocks, quant
 from spec_lsp.engine.gguf import Q4Blocks, Q8Blocks
 from spec_lsp.engine.qblocks import BlockLinear
 from spec_lsp.engine.sources import tiny_model
@@ -77,6 +77,19 @@ def test_gguf_blocks_are_taken_as_they_are() -> None:
     assert torch.equal(layer8.dequantized(), q8.dequantize())
     with pytest.raises(ValueError, match="float16"):
         BlockLinear.from_q4(Q4Blocks(codes, scale + 1e-9, minimum))
+
+
+@pytest.mark.parametrize("kind", ["q4_1", "q8_0"])
+def test_packing_by_8_rows_round_trips_and_pads_a_last_partial_group(kind: str) -> None:
+    gen = torch.Generator().manual_seed(5)
+    n, k = 100, 96  # 12 groups of 8 rows and 4 rows in a padded 13th
+    layer = BlockLinear.from_weight(torch.randn(n, k, generator=gen), kind)
+    raw = layer.raw()
+    assert layer.packed.shape == (13, 3, qblocks.PACKED[kind])
+    assert torch.equal(qblocks.unpack(qblocks.pack(raw, kind), n, kind), raw)
+    x = torch.randn(3, k, generator=gen)
+    torch.testing.assert_close(layer(x).double(), _reference(x, layer), rtol=1e-5, atol=1e-5)
+    assert torch.equal(layer.dequantized()[n - 4 :], BlockLinear(raw[n - 4 :], k, kind).dequantized())
 
 
 def test_fusion_keeps_each_layers_numbers() -> None:
