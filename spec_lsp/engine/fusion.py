@@ -100,9 +100,12 @@ def kernel(layer: nn.Module) -> Any:
     product = _packed_product(layer)
     if product is not None:
         bias = getattr(layer, "bias", None)
+        # A prefill chunk on torch's formats takes the layer's own float32 path; GGUF blocks run
+        # the integer kernel at every length (`qblocks`).
+        rows = None if isinstance(layer, BlockLinear) else PREFILL_ROWS
 
         def packed(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[0] > PREFILL_ROWS:  # a prefill chunk: the layer's own float32 path
+            if rows is not None and x.shape[0] > rows:
                 return layer(x)
             y = product(x)
             return y if bias is None else y + bias

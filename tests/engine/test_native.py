@@ -55,9 +55,10 @@ def test_products_are_the_block_mathematics(kind: str) -> None:
 def test_rows_of_a_pass_are_bitwise_those_of_one_row_passes(kind: str) -> None:
     gen = torch.Generator().manual_seed(2)
     layer = BlockLinear.from_weight(torch.randn(200, 256, generator=gen), kind)
-    x = torch.randn(quant.PREFILL_ROWS, 256, generator=gen)
+    x = torch.randn(2 * quant.PREFILL_ROWS + 3, 256, generator=gen)
     singles = torch.cat([layer(x[i : i + 1]) for i in range(x.shape[0])])
-    for rows in (2, 3, 5, 8, 9, quant.PREFILL_ROWS):
+    # prefill chunks too: a prefill's KV holds the numbers decoding would have computed
+    for rows in (2, 3, 5, 8, 9, quant.PREFILL_ROWS, x.shape[0]):
         assert torch.equal(layer(x[:rows]), singles[:rows]), rows
 
 
@@ -89,7 +90,9 @@ def test_packing_by_8_rows_round_trips_and_pads_a_last_partial_group(kind: str) 
     assert torch.equal(qblocks.unpack(qblocks.pack(raw, kind), n, kind), raw)
     x = torch.randn(3, k, generator=gen)
     torch.testing.assert_close(layer(x).double(), _reference(x, layer), rtol=1e-5, atol=1e-5)
-    assert torch.equal(layer.dequantized()[n - 4 :], BlockLinear(raw[n - 4 :], k, kind).dequantized())
+    assert torch.equal(
+        layer.dequantized()[n - 4 :], BlockLinear(raw[n - 4 :], k, kind).dequantized()
+    )
 
 
 def test_fusion_keeps_each_layers_numbers() -> None:
