@@ -54,9 +54,8 @@ class EngineOptions:
     max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
     kv_budget_mb: float = 128.0  # memory for cached KV states across documents
     context_tokens: int = 2048  # longest prompt kept (left-truncated)
-    # A long prefill runs in chunks of this many tokens, a cancellation check between them (the
-    # chunks done stay cached): ~0.8 s each for the bundled target on 2 cores, 3-11% slower than 256.
-    prefill_chunk: int = 128
+    # A long prefill runs in chunks (a cancellation check between them; the chunks done stay cached)
+    prefill_chunk: int = 128  # ~0.6 s each for the bundled target on this project's 2-core CPU
     window_step: int = 256  # a prompt over context_tokens is cut in steps of this (`_window`)
     verify_cost: tuple[float, ...] = ()  # [n - 1]: ms of a target pass over n tokens (measured)
 
@@ -73,9 +72,7 @@ class _Run:
 
 
 class SpecEngine:
-    # A superseded generation stops within one step and keeps its KV for the next keystroke's
-    # request: the server need not debounce before starting one (`completion.arrivals`).
-    cheap_cancel = True
+    cheap_cancel = True  # stops a superseded generation in a step, keeps its KV: no debounce
 
     def __init__(
         self,

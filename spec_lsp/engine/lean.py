@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from spec_lsp.engine import compact, fusion, native, quant
+from spec_lsp.engine.qblocks import BlockLinear
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
@@ -42,6 +43,7 @@ ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depend
 # prefill chunk) attend in one masked product: both modes prefill alike.
 EXACT_ROWS = quant.PREFILL_ROWS
 GROW = 256  # the cache grows by this many positions at a time
+KEY_PAD = 32  # positions of padding at the end of each key row (64 bytes in float16)
 LEAN_ATTR = "_spec_lsp_lean"  # where `attach` puts a model's LeanDecoder
 
 
@@ -62,8 +64,9 @@ def lean_of(model: nn.Module) -> LeanDecoder | None:
 
 
 class LeanCache:
-    """Per-layer K [kv_heads, head_dim, capacity] (laid out for the score product) and V
-    [kv_heads, capacity, head_dim], and the number of positions they hold."""
+    """Per-layer K [kv_heads, head_dim, capacity + KEY_PAD] (laid out for the score product) and V
+    [kv_heads, capacity, head_dim] (float32, or float16: `LeanDecoder.kv_dtype`), and the number of
+    positions they hold."""
 
     def __init__(self, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype, device: Any):
         self.shape = (layers, kv_heads, head_dim)
@@ -82,7 +85,9 @@ class LeanCache:
             return
         layers, kv_heads, head_dim = self.shape
         cap = -(-length // GROW) * GROW
-        new = {"k": (kv_heads, head_dim, cap), "v": (kv_heads, cap, head_dim)}
+        # Key rows one cache line longer than the capacity: a head's head_dim rows, read side by
+        # side by the score product, would otherwise be a power of two apart and share cache sets.
+        new = {"k": (kv_heads, head_dim, cap + KEY_PAD), "v": (kv_heads, cap, head_dim)}
         for kind, store in (("k", self.keys), ("v", self.values)):
             for i in range(layers):
                 grown = torch.empty(new[kind], dtype=self.dtype, device=self.device)
@@ -191,6 +196,15 @@ class LeanDecoder:
         # The small operations of a pass in the engine's own kernels where they are built (one
         # call each instead of several of torch's; each row on its own, in a fixed order).
         self.native = native.available() and self.device.type == "cpu"
+        self.kv_dtype = self._cache_dtype()
+
+    def _cache_dtype(self) -> torch.dtype:
+        """float16 where the layers are GGUF blocks run by the native kernels (as llama.cpp keeps
+        its cache): attention reads half the bytes (at ~850 cached tokens it is a third of a
+        one-token pass on this project's 2-core Zen 1), and its rounding is far below the int8
+        activations'. A float32 model keeps a float32 cache."""
+        blocks = any(isinstance(layer, BlockLinear) for layer in self._fused)
+        return torch.float16 if self.native and blocks else self.dtype
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
@@ -210,7 +224,7 @@ class LeanDecoder:
         return next(model.parameters()).dtype == torch.float32
 
     def new_cache(self) -> LeanCache:
-        return LeanCache(len(self.layers), self.kv_heads, self.head_dim, self.dtype, self.device)
+        return LeanCache(len(self.layers), self.kv_heads, self.head_dim, self.kv_dtype, self.device)
 
     def _rotation(self, start: int, n: int) -> torch.Tensor:
         """[n, heads + kv_heads, head_dim / 2] complex: the rotation of positions start ..
@@ -289,6 +303,8 @@ class LeanDecoder:
     ) -> torch.Tensor:
         """q [n, heads, D] (scaled) against cached positions 0 .. start + n - 1: [n, heads, D]."""
         group = self.heads // self.kv_heads
+        if keys.dtype != q.dtype:  # a float16 cache: the positions this pass sees, in float32
+            keys, values = keys[:, :, : start + n].to(q.dtype), values[:, : start + n].to(q.dtype)
         if n == 1:  # one-token decoding
             qr = q.view(self.kv_heads, group, -1)
             scores = torch.bmm(qr, keys[:, :, : start + 1]).softmax(-1)

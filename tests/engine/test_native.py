@@ -136,11 +136,19 @@ def test_torch_kernels_when_native_ones_are_off() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_attention_rows_are_those_of_one_row_passes_and_softmax_attention() -> None:
+@pytest.mark.parametrize(
+    ("group", "d", "dtype", "pad"),
+    [(3, 64, torch.float32, 0), (3, 64, torch.float16, 32), (7, 48, torch.float16, 8)],
+)
+def test_attention_rows_are_those_of_one_row_passes_and_softmax_attention(
+    group: int, d: int, dtype: torch.dtype, pad: int
+) -> None:
+    """Register blocks and tails of keys and features, both parts of each row's keys, query heads
+    3 at a time and a remainder, float16 caches, key rows padded past the capacity."""
     gen = torch.Generator().manual_seed(5)
-    kv, group, d, cap, start, n = 3, 3, 64, 256, 137, 9  # 146 keys: register blocks and tails
-    keys = torch.randn(kv, d, cap, generator=gen)
-    values = torch.randn(kv, cap, d, generator=gen)
+    kv, cap, start, n = 3, 256, 137, 9  # 138 .. 146 keys
+    keys = torch.randn(kv, d, cap + pad, generator=gen).to(dtype)
+    values = torch.randn(kv, cap, d, generator=gen).to(dtype)
     q = torch.randn(n, kv * group, d, generator=gen) * 0.2
     out = torch.ops.spec_lsp.attend(q, keys, values, start)
     for r in range(n):  # row r alone, as one-token decoding computes it
@@ -152,6 +160,8 @@ def test_attention_rows_are_those_of_one_row_passes_and_softmax_attention() -> N
         ref = torch.bmm(qr.double(), keys[:, :, :length].double()).softmax(-1)
         ref = torch.bmm(ref, values[:, :length].double()).reshape(kv * group, d)
         torch.testing.assert_close(out[r].double(), ref, rtol=1e-5, atol=1e-5)
+    first = torch.ops.spec_lsp.attend(q[:1], keys, values, 0)  # one key: one part is empty
+    torch.testing.assert_close(first[0], values[:, :1].float().repeat_interleave(group, 0)[:, 0])
 
 
 def test_norm_and_gated_product_match_torch() -> None:

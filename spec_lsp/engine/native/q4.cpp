@@ -13,12 +13,14 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 #include <ATen/ops/empty_like.h>
+#include <c10/util/Half.h>
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -393,110 +395,207 @@ inline float max_of(const float* p, int64_t len) {
   return mx;
 }
 
-// y[i] = fma(a, x[i], y[i]) for i < n.
-inline void axpy(float a, const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-#ifdef SPEC_LSP_AVX2
-  const __m256 av = _mm256_set1_ps(a);
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-#endif
-  for (; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
-}
+// The KV cache holds float32 or float16 (c10::Half): loaded as float32, exactly.
+inline float to_f32(float v) { return v; }
+inline float to_f32(c10::Half v) { return static_cast<float>(v); }
+template <typename T>
+inline T from_f32(float v) { return static_cast<T>(v); }  // float16: round to nearest even
 
-// p[j] = sum over d of q[d] K[d, j] (K [D, cap]), for j < len: each p[j] a chain of fused
-// multiply-adds over d = 0 .. D - 1, 64 keys at a time held in registers.
-inline void scores_of(const float* q, const float* K, int64_t cap, int64_t D, int64_t len,
-                      float* p) {
-  int64_t j = 0;
 #ifdef SPEC_LSP_AVX2
-  for (; j + 64 <= len; j += 64) {
-    __m256 acc[8];
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const c10::Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+}
+#endif
+
+// Scores of HB query heads (q [HB, D]) over keys lo .. hi - 1 (K [D, ks]): p[h * ps + j - lo].
+// Each score is a chain of fused multiply-adds over d = 0 .. D - 1 (vector and scalar alike), so
+// it does not depend on where the vector loops end; each key vector is loaded once for HB heads.
+template <typename T, int HB>
+void scores_heads(const float* q, const T* K, int64_t ks, int64_t D, int64_t lo, int64_t hi,
+                  float* p, int64_t ps) {
+  int64_t j = lo;
+#ifdef SPEC_LSP_AVX2
+  for (; j + 32 <= hi; j += 32) {
+    __m256 acc[HB][4];
+    for (int h = 0; h < HB; ++h)
+      for (int i = 0; i < 4; ++i) acc[h][i] = _mm256_setzero_ps();
     for (int64_t d = 0; d < D; ++d) {
-      const __m256 qd = _mm256_set1_ps(q[d]);
-      const float* kd = K + d * cap + j;
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * k), acc[k]);
+      const T* kd = K + d * ks + j;
+      // The D key rows are D streams, more than the hardware prefetchers follow: fetch each
+      // row's next 32 keys ahead (past the end of the keys it is harmless).
+      _mm_prefetch((const char*)(kd + 64), _MM_HINT_T0);
+      __m256 qd[HB];
+      for (int h = 0; h < HB; ++h) qd[h] = _mm256_set1_ps(q[h * D + d]);
+      for (int i = 0; i < 4; ++i) {
+        const __m256 kv = load8(kd + 8 * i);
+        for (int h = 0; h < HB; ++h) acc[h][i] = _mm256_fmadd_ps(qd[h], kv, acc[h][i]);
+      }
     }
-    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(p + j + 8 * k, acc[k]);
+    for (int h = 0; h < HB; ++h)
+      for (int i = 0; i < 4; ++i) _mm256_storeu_ps(p + h * ps + (j - lo) + 8 * i, acc[h][i]);
+  }
+  for (; j + 8 <= hi; j += 8) {
+    __m256 acc[HB];
+    for (int h = 0; h < HB; ++h) acc[h] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; ++d) {
+      const __m256 kv = load8(K + d * ks + j);
+      for (int h = 0; h < HB; ++h) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * D + d]), kv, acc[h]);
+    }
+    for (int h = 0; h < HB; ++h) _mm256_storeu_ps(p + h * ps + (j - lo), acc[h]);
   }
 #endif
-  for (int64_t i = j; i < len; ++i) p[i] = 0.f;
-  for (int64_t d = 0; d < D; ++d) axpy(q[d], K + d * cap + j, p + j, len - j);
+  for (; j < hi; ++j)
+    for (int h = 0; h < HB; ++h) {
+      float sum = 0.f;
+      for (int64_t d = 0; d < D; ++d) sum = std::fma(q[h * D + d], to_f32(K[d * ks + j]), sum);
+      p[h * ps + (j - lo)] = sum;
+    }
 }
 
-// o[d] = sum over j < len of p[j] V[j, d] (V [cap, D]): each o[d] a chain of fused multiply-adds
-// over j, 64 features at a time held in registers.
-inline void mix_values(const float* p, const float* V, int64_t D, int64_t len, float* o) {
+// o[h * D + d] = sum over j = lo .. hi - 1 of p[h * ps + j - lo] V[j, d] (V [cap, D]): a chain of
+// fused multiply-adds over j for each output, each value vector loaded once for HB heads.
+template <typename T, int HB>
+void mix_heads(const float* p, int64_t ps, const T* V, int64_t D, int64_t lo, int64_t hi,
+               float* o) {
   int64_t d0 = 0;
 #ifdef SPEC_LSP_AVX2
-  for (; d0 + 64 <= D; d0 += 64) {
-    __m256 acc[8];
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
-    for (int64_t j = 0; j < len; ++j) {
-      const __m256 pj = _mm256_set1_ps(p[j]);
-      const float* vj = V + j * D + d0;
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * k), acc[k]);
+  for (; d0 + 32 <= D; d0 += 32) {
+    __m256 acc[HB][4];
+    for (int h = 0; h < HB; ++h)
+      for (int i = 0; i < 4; ++i) acc[h][i] = _mm256_setzero_ps();
+    for (int64_t j = lo; j < hi; ++j) {
+      const T* vj = V + j * D + d0;
+      __m256 pj[HB];
+      for (int h = 0; h < HB; ++h) pj[h] = _mm256_set1_ps(p[h * ps + (j - lo)]);
+      for (int i = 0; i < 4; ++i) {
+        const __m256 vv = load8(vj + 8 * i);
+        for (int h = 0; h < HB; ++h) acc[h][i] = _mm256_fmadd_ps(pj[h], vv, acc[h][i]);
+      }
     }
-    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + d0 + 8 * k, acc[k]);
+    for (int h = 0; h < HB; ++h)
+      for (int i = 0; i < 4; ++i) _mm256_storeu_ps(o + h * D + d0 + 8 * i, acc[h][i]);
   }
 #endif
-  for (int64_t d = d0; d < D; ++d) o[d] = 0.f;
-  for (int64_t j = 0; j < len; ++j) axpy(p[j], V + j * D + d0, o + d0, D - d0);
+  for (int64_t d = d0; d < D; ++d)
+    for (int h = 0; h < HB; ++h) {
+      float sum = 0.f;
+      for (int64_t j = lo; j < hi; ++j) sum = std::fma(p[h * ps + (j - lo)], to_f32(V[j * D + d]), sum);
+      o[h * D + d] = sum;
+    }
+}
+
+// One part of a row's keys for HB heads: scores, their maximum m and sum s of exp(score - m)
+// (`exp_shifted`), and the values mixed by those unnormalized weights. part: [HB, D + 2] as
+// (o[0 .. D), m, s); an empty part has m = -inf, s = 0.
+template <typename T, int HB>
+void attend_part(const float* q, const T* K, const T* V, int64_t ks, int64_t D, int64_t lo,
+                 int64_t hi, float* scratch, float* part) {
+  const int64_t len = hi - lo, ps = len;
+  if (len <= 0) {
+    for (int h = 0; h < HB; ++h) {
+      for (int64_t d = 0; d < D; ++d) part[h * (D + 2) + d] = 0.f;
+      part[h * (D + 2) + D] = -INFINITY;
+      part[h * (D + 2) + D + 1] = 0.f;
+    }
+    return;
+  }
+  scores_heads<T, HB>(q, K, ks, D, lo, hi, scratch, ps);
+  float o[HB * 256];
+  for (int h = 0; h < HB; ++h) {
+    float* ph = scratch + h * ps;
+    const float mx = max_of(ph, len);
+    part[h * (D + 2) + D] = mx;
+    part[h * (D + 2) + D + 1] = exp_shifted(ph, len, mx);
+  }
+  mix_heads<T, HB>(scratch, ps, V, D, lo, hi, o);
+  for (int h = 0; h < HB; ++h)
+    for (int64_t d = 0; d < D; ++d) part[h * (D + 2) + d] = o[h * D + d];
+}
+
+// The split of a row's len keys into the two parts that two threads attend to: [0, mid), [mid,
+// len), mid a multiple of 8. A function of len alone: a row's numbers do not depend on the pass.
+inline int64_t split_of(int64_t len) { return std::min(len, ((len + 1) / 2 + 7) / 8 * 8); }
+
+template <typename T>
+void attend_rows(const float* qp, const T* kp, const T* vp, float* op, int64_t n, int64_t heads,
+                 int64_t D, int64_t ks, int64_t cap, int64_t group, int64_t start) {
+  const int64_t kv = heads / group, stride = D + 2;
+  std::vector<float> parts(n * heads * 2 * stride);
+  float* pp = parts.data();
+  // One item: a row, a KV head and one part of the row's keys, for the KV head's query heads
+  // (3 at a time: each key and value vector loaded once for them).
+  at::parallel_for(0, n * kv * 2, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(3 * (start + n + 8));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r = item / (kv * 2), g = (item / 2) % kv, c = item % 2;
+      const int64_t len = start + r + 1, mid = split_of(len);
+      const int64_t lo = c == 0 ? 0 : mid, hi = c == 0 ? mid : len;
+      const T* K = kp + g * D * ks;
+      const T* V = vp + g * cap * D;
+      for (int64_t h0 = g * group; h0 < (g + 1) * group; h0 += 3) {
+        const int hb = (int)std::min<int64_t>(3, (g + 1) * group - h0);
+        const float* q = qp + (r * heads + h0) * D;
+        float* part = pp + ((r * heads + h0) * 2 + c) * stride;
+        // parts of head h: [(r * heads + h) * 2 + c]; HB heads' parts are 2 apart
+        float tmp[3 * (256 + 2)];
+        if (hb == 3) attend_part<T, 3>(q, K, V, ks, D, lo, hi, scratch.data(), tmp);
+        else if (hb == 2) attend_part<T, 2>(q, K, V, ks, D, lo, hi, scratch.data(), tmp);
+        else attend_part<T, 1>(q, K, V, ks, D, lo, hi, scratch.data(), tmp);
+        for (int h = 0; h < hb; ++h)
+          std::memcpy(part + h * 2 * stride, tmp + h * stride, stride * sizeof(float));
+      }
+    }
+  });
+  // Each head's two parts, rescaled to their common maximum and normalized.
+  for (int64_t rh = 0; rh < n * heads; ++rh) {
+    const float* a = pp + rh * 2 * stride;
+    const float* b = a + stride;
+    const float mx = std::fmax(a[D], b[D]);
+    const float wa = a[D + 1] > 0.f ? exp_poly(a[D] - mx) : 0.f;
+    const float wb = b[D + 1] > 0.f ? exp_poly(b[D] - mx) : 0.f;
+    const float inv = 1.f / (wa * a[D + 1] + wb * b[D + 1]);
+    float* o = op + rh * D;
+    for (int64_t d = 0; d < D; ++d) o[d] = (wa * a[d] + wb * b[d]) * inv;
+  }
+}
+
+void check_caches(const at::Tensor& keys, const at::Tensor& values, const char* what) {
+  const auto kind = keys.scalar_type();
+  TORCH_CHECK(keys.is_contiguous() && values.is_contiguous() && values.scalar_type() == kind &&
+                  (kind == at::kFloat || kind == at::kHalf),
+              what, ": float32 or float16 contiguous caches of one dtype");
 }
 
 // Causal attention of q [n, heads, D] (scaled) at positions start .. start + n - 1 over keys
-// [kv, D, cap] and values [kv, cap, D]: row r sees positions 0 .. start + r, one row at a time.
+// [kv, D, ks] (ks >= cap: rows may be padded, so that the D rows of a head do not all fall in the
+// same cache sets) and values [kv, cap, D]: row r sees positions 0 .. start + r, one row at a time.
 at::Tensor attend(const at::Tensor& q_in, const at::Tensor& keys, const at::Tensor& values,
                   int64_t start) {
   const at::Tensor q = q_in.to(at::kFloat).contiguous();
-  TORCH_CHECK(keys.is_contiguous() && values.is_contiguous() && keys.scalar_type() == at::kFloat &&
-                  values.scalar_type() == at::kFloat, "attend: float32 contiguous caches");
+  check_caches(keys, values, "attend");
   const int64_t n = q.size(0), heads = q.size(1), D = q.size(2), kv = keys.size(0);
-  const int64_t cap = keys.size(2), group = heads / kv;
-  TORCH_CHECK(values.size(1) == cap && start + n <= cap, "attend: cache too short");
+  const int64_t ks = keys.size(2), cap = values.size(1), group = heads / kv;
+  TORCH_CHECK(ks >= cap && start + n <= cap, "attend: cache too short");
+  TORCH_CHECK(D <= 256 && heads % kv == 0, "attend: head_dim up to 256, whole groups of heads");
   at::Tensor out = at::empty({n, heads, D}, q.options());
-  const float *qp = q.data_ptr<float>(), *kp = keys.data_ptr<float>(), *vp = values.data_ptr<float>();
+  const float* qp = q.data_ptr<float>();
   float* op = out.data_ptr<float>();
-  // One item: a row and a query head (its KV head's keys and values stay in cache for the
-  // group's other heads). Products are fused multiply-adds, vector and scalar alike, so a row's
-  // numbers do not depend on where the vector loops end.
-  at::parallel_for(0, n * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(start + n);
-    float* p = scores.data();
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t r = item / heads, h = item % heads, g = h / group, len = start + r + 1;
-      const float* K = kp + g * D * cap;
-      const float* V = vp + g * cap * D;
-      const float* qr = qp + (r * heads + h) * D;
-      scores_of(qr, K, cap, D, len, p);
-      const float mx = max_of(p, len);
-      const float inv = 1.f / exp_shifted(p, len, mx);
-      for (int64_t j = 0; j < len; ++j) p[j] *= inv;
-      mix_values(p, V, D, len, op + (r * heads + h) * D);
-    }
-  });
+  if (keys.scalar_type() == at::kHalf)
+    attend_rows(qp, keys.data_ptr<c10::Half>(), values.data_ptr<c10::Half>(), op, n, heads, D, ks,
+                cap, group, start);
+  else
+    attend_rows(qp, keys.data_ptr<float>(), values.data_ptr<float>(), op, n, heads, D, ks, cap,
+                group, start);
   return out;
 }
 
-// One layer's attention from its fused q/k/v product qkv [n, (heads + 2 kv) D]: q and k rotated
-// by rot [n, heads + kv, D / 2, 2] (cos, sin pairs; q's with the attention scale folded in; each
-// head's rotated pairs side by side), k and v written to the caches at start .. start + n - 1,
-// then `attend`. Returns [n, heads, D].
-at::Tensor rope_attend(const at::Tensor& qkv_in, const at::Tensor& rot_in, const at::Tensor& keys,
-                       const at::Tensor& values, int64_t start, int64_t heads) {
-  const at::Tensor qkv = qkv_in.to(at::kFloat).contiguous(), rot = rot_in.contiguous();
-  TORCH_CHECK(keys.is_contiguous() && values.is_contiguous() && keys.scalar_type() == at::kFloat &&
-                  values.scalar_type() == at::kFloat && rot.scalar_type() == at::kFloat,
-              "rope_attend: float32 contiguous caches and rotation");
-  const int64_t n = qkv.size(0), kv = keys.size(0), D = keys.size(1), cap = keys.size(2);
-  const int64_t qk_heads = heads + kv, width = qkv.size(1);
-  TORCH_CHECK(width == (heads + 2 * kv) * D && start + n <= cap && values.size(1) == cap,
-              "rope_attend: shapes");
-  TORCH_CHECK(rot.numel() == n * qk_heads * D, "rope_attend: rotation shape");
-  at::Tensor q = at::empty({n, heads, D}, qkv.options());
-  const float *xp = qkv.data_ptr<float>(), *cs = rot.data_ptr<float>();
-  float *qp = q.data_ptr<float>(), *kp = keys.data_ptr<float>(), *vp = values.data_ptr<float>();
+// Rotates row r's q and k heads and writes its k and v at position start + r of the caches.
+template <typename T>
+void rotate_and_store(const float* xp, const float* cs, float* qp, T* kp, T* vp, int64_t n,
+                      int64_t heads, int64_t kv, int64_t D, int64_t ks, int64_t cap,
+                      int64_t width, int64_t start) {
+  const int64_t qk_heads = heads + kv;
   for (int64_t r = 0; r < n; ++r) {
     const float* x = xp + r * width;
     for (int64_t hh = 0; hh < qk_heads; ++hh) {
@@ -509,15 +608,44 @@ at::Tensor rope_attend(const at::Tensor& qkv_in, const at::Tensor& rot_in, const
           qp[(r * heads + hh) * D + 2 * j] = re;
           qp[(r * heads + hh) * D + 2 * j + 1] = im;
         } else {
-          float* k = kp + (hh - heads) * D * cap + start + r;
-          k[(2 * j) * cap] = re;
-          k[(2 * j + 1) * cap] = im;
+          T* k = kp + (hh - heads) * D * ks + start + r;
+          k[(2 * j) * ks] = from_f32<T>(re);
+          k[(2 * j + 1) * ks] = from_f32<T>(im);
         }
       }
     }
-    for (int64_t g = 0; g < kv; ++g)
-      std::memcpy(vp + (g * cap + start + r) * D, x + (qk_heads + g) * D, D * sizeof(float));
+    for (int64_t g = 0; g < kv; ++g) {
+      const float* v = x + (qk_heads + g) * D;
+      T* dst = vp + (g * cap + start + r) * D;
+      for (int64_t i = 0; i < D; ++i) dst[i] = from_f32<T>(v[i]);
+    }
   }
+}
+
+// One layer's attention from its fused q/k/v product qkv [n, (heads + 2 kv) D]: q and k rotated
+// by rot [n, heads + kv, D / 2, 2] (cos, sin pairs; q's with the attention scale folded in; each
+// head's rotated pairs side by side), k and v written to the caches (float32 or float16) at
+// start .. start + n - 1, then `attend`. Returns [n, heads, D].
+at::Tensor rope_attend(const at::Tensor& qkv_in, const at::Tensor& rot_in, const at::Tensor& keys,
+                       const at::Tensor& values, int64_t start, int64_t heads) {
+  const at::Tensor qkv = qkv_in.to(at::kFloat).contiguous(), rot = rot_in.contiguous();
+  check_caches(keys, values, "rope_attend");
+  TORCH_CHECK(rot.scalar_type() == at::kFloat, "rope_attend: float32 rotation");
+  const int64_t n = qkv.size(0), kv = keys.size(0), D = keys.size(1), ks = keys.size(2);
+  const int64_t cap = values.size(1);
+  const int64_t width = qkv.size(1);
+  TORCH_CHECK(width == (heads + 2 * kv) * D && start + n <= cap && ks >= cap,
+              "rope_attend: shapes");
+  TORCH_CHECK(rot.numel() == n * (heads + kv) * D, "rope_attend: rotation shape");
+  at::Tensor q = at::empty({n, heads, D}, qkv.options());
+  const float *xp = qkv.data_ptr<float>(), *cs = rot.data_ptr<float>();
+  float* qp = q.data_ptr<float>();
+  if (keys.scalar_type() == at::kHalf)
+    rotate_and_store(xp, cs, qp, keys.data_ptr<c10::Half>(), values.data_ptr<c10::Half>(), n,
+                     heads, kv, D, ks, cap, width, start);
+  else
+    rotate_and_store(xp, cs, qp, keys.data_ptr<float>(), values.data_ptr<float>(), n, heads, kv,
+                     D, ks, cap, width, start);
   return attend(q, keys, values, start);
 }
 
