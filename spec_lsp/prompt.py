@@ -156,6 +156,18 @@ class PromptBuilder:
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
         return Prompt(files + self.template.render(prefix, suffix), start, context_used, lead)
 
+    def head(self, lines: list[str], files: str = "") -> tuple[int, int]:
+        """The furthest line end whose prompt window starts at the top of the file (with `files`
+        first): a prompt there begins as every prompt for a cursor above it does, token for
+        token, up to that cursor (what warming a document's KV up computes)."""
+        limit = max(self.budget.prefix_chars // 2, self.budget.prefix_chars - len(files))
+        target, size = int(limit * 0.75), 0
+        for row, line in enumerate(lines):
+            if size + len(line) > target:
+                return (row - 1, len(lines[row - 1])) if row > 0 else (0, 0)
+            size += len(line) + 1
+        return len(lines) - 1, len(lines[-1])
+
     def _window_start(self, doc_id: str, lines: list[str], row: int, col: int, limit: int) -> int:
         previous = self._starts.get(doc_id)
         if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:

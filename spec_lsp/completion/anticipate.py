@@ -4,6 +4,10 @@
   is accepted whole, computed into the answer cache (`prefetch.py` owns the ones in flight).
 - `alternatives`: for an explicit request, more suggestions that branch on the target's next most
   likely first tokens, each continued as usual (greedy, with speculation, over the prompt's KV).
+- `warm_up`: on idle engine time, a document just opened (or open when the model is ready) has
+  the KV of its prompts' common start prefilled: the prompt for the furthest cursor whose window
+  starts at the top of the file (`PromptBuilder.head`), which every prompt for a cursor above it
+  begins with, token for token. A cold file's first request then prefills only what follows.
 
 Both build their prompts and rules exactly as a request at that position would (the service's
 `_prompt`, the syntax port's cutter), so their answers are the ones that request would get.
@@ -97,3 +101,27 @@ async def alternatives(
         if anchor.text and anchor.text not in texts:
             texts.append(anchor.text)
     return [s.feedback.issue(text) for text in texts[1:]]
+
+
+def warm_up(service: CompletionService, doc: Document) -> None:
+    """Starts prefilling `doc`'s KV for the start of its prompts (see the module docstring), as
+    a prefetch: superseded by the document's next generation, cancelled by a request for another
+    document, one short prefill pass at most."""
+    s = service
+    if s._prompts is None or not s._serving(doc) or not s.options.kv_reuse:
+        return
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop (a synchronous caller): nothing runs in the background
+        return
+    if s.live.running(doc.uri) is not None:
+        return
+    s.neighbours.settle(keep=doc.uri)  # the chunks of other files its first request will see
+    row, col = s._prompts.head(doc.lines, s._files(doc, doc.lines)[0])
+    prefix, suffix = doc.prefix_suffix(row, col)
+    cutter = s.syntax.cutter(doc.uri, row, col, prefix, suffix)
+    prompt = s._prompt(doc, doc.lines, row, col, s.syntax.context(doc.uri, row, col), False)
+    cut = Cut(cutter, prompt.lead, prompt.markers)
+    live = s.live.start(doc.uri, prompt.text, cut, Anchor(prefix, suffix), s.options, warm=True)
+    live.keep = lambda _text: True  # no keystroke makes the start of the file's prompts useless
+    s.prefetch.warming(live)

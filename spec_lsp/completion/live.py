@@ -39,6 +39,7 @@ class Live:
     # A document text at which the generation stays useful though not typed through (a prefetch:
     # the suggestion it was made for accepted in part, on the way to the whole).
     keep: Callable[[str], bool] | None = None
+    warm: bool = False  # prefills the document's KV only (`anticipate.warm_up`): no suggestion
 
     @property
     def streamed(self) -> str | None:
@@ -58,22 +59,32 @@ class Live:
 # 2-core CPU, against ~0.8 s for the engine's 128-token chunk): a real request cancelling it waits
 # one such pass at most.
 PREFETCH_PREFILL_CHUNK = 8
+# A warm-up prefills in passes of this many tokens: a request for its document needs that prefix
+# too (the pass is not lost), and one for another document cancels it at the next pass.
+WARM_PREFILL_CHUNK = 32
 
 
 def request_for(
-    uri: str, prompt: str, cut: Cut, options: Options, first_rank: int = 0, prefetch: bool = False
+    uri: str,
+    prompt: str,
+    cut: Cut,
+    options: Options,
+    first_rank: int = 0,
+    prefetch: bool = False,
+    warm: bool = False,
 ) -> GenerationRequest:
+    chunk = WARM_PREFILL_CHUNK if warm else PREFETCH_PREFILL_CHUNK if prefetch else None
     return GenerationRequest(
         prompt=prompt,
         doc_id=uri,
-        max_new_tokens=options.max_tokens,
+        max_new_tokens=1 if warm else options.max_tokens,
         temperature=options.temperature,
         stop_callback=cut.stop,
         cancel=CancelToken(),
         method=None if options.speculation == "auto" else options.speculation,
         reuse_kv=options.kv_reuse,
         first_rank=first_rank,
-        prefill_chunk=PREFETCH_PREFILL_CHUNK if prefetch else None,
+        prefill_chunk=chunk,
     )
 
 
@@ -97,17 +108,20 @@ class Generations:
         options: Options,
         prefetch: bool = False,
         first_rank: int = 0,
+        warm: bool = False,
     ) -> Live:
         """Submits a generation for `uri`, superseding the document's older one (`first_rank`:
-        the target's n-th most likely first token, for an alternative)."""
+        the target's n-th most likely first token, for an alternative; `warm`: a prefill only,
+        on idle time, as a prefetch)."""
         old = self._live.pop(uri, None)
         if old is not None:
             old.job.cancel()
         job = Job(
-            request_for(uri, prompt, cut, options, first_rank, prefetch),
+            request_for(uri, prompt, cut, options, first_rank, prefetch or warm, warm),
             asyncio.get_running_loop().create_future(),
         )
-        live = self._live[uri] = Live(uri, job, cut, anchor, prefetch=prefetch)
+        live = Live(uri, job, cut, anchor, prefetch=prefetch or warm, warm=warm)
+        self._live[uri] = live
         job.future.add_done_callback(lambda _: self._record(live))
         self.worker.submit(job)
         return live

@@ -69,6 +69,7 @@ class Prefetch:
         self._ahead: dict[str, Ahead] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._filled: OrderedDict[CacheKey, None] = OrderedDict()
+        self._warm: dict[str, Live] = {}  # documents' warm-ups (`anticipate.warm_up`)
 
     def schedule(self, uri: str, work: Coroutine[Any, Any, None], text: str | None = None) -> None:
         """Runs `work` (the service's prefetch for `uri`, for the document `text` after the
@@ -138,13 +139,33 @@ class Prefetch:
         cancel = ahead.live.job.request.cancel
         return None if cancel is not None and cancel.cancelled else ahead.live
 
+    def warming(self, live: Live) -> None:
+        """A document's warm-up, to cancel when a request for another document comes; it
+        replaces other documents' (the file opened last is the one about to be typed in)."""
+        for other in list(self._warm.values()):
+            if other.uri != live.uri:
+                other.job.cancel()
+        self._warm[live.uri] = live
+        live.job.future.add_done_callback(lambda _: self._warmed(live))
+
+    def _warmed(self, live: Live) -> None:
+        if self._warm.get(live.uri) is live:
+            del self._warm[live.uri]
+        if not live.job.future.cancelled():
+            live.job.future.exception()  # a failed warm-up: the worker logged it, no one waits
+
     def preempt(self, uri: str, text: str) -> None:
         """A real request for `uri` at document `text`: every prefetch not for that document
-        state, or on the way to it (`Ahead.toward`), is cancelled (the engine stops it within
-        one decode step or one short prefill pass)."""
+        state, or on the way to it (`Ahead.toward`), and every other document's warm-up is
+        cancelled (the engine stops it within one decode step or one short prefill pass). The
+        document's own warm-up computes the start of its prompt: the request supersedes it when
+        it starts (`Generations.start`)."""
         for ahead in list(self._ahead.values()):
             if ahead.uri != uri or not (ahead.text == text or ahead.toward(text)):
                 ahead.live.job.cancel()
+        for live in list(self._warm.values()):
+            if live.uri != uri:
+                live.job.cancel()
 
     def hit(self, key: CacheKey) -> bool:
         """Counts a cache answer that a prefetch filled (once per fill)."""
@@ -155,6 +176,9 @@ class Prefetch:
         return True
 
     def forget(self, uri: str) -> None:
+        warm = self._warm.pop(uri, None)
+        if warm is not None:
+            warm.job.cancel()
         task = self._tasks.pop(uri, None)
         if task is not None:
             task.cancel()

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from spec_lsp.completion.anticipate import alternatives, prefetch_after
+from spec_lsp.completion.anticipate import alternatives, prefetch_after, warm_up
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
 from spec_lsp.completion.live import GenerationFailed, Generations, Live
@@ -63,12 +63,16 @@ class CompletionService:
         self.prefetch = Prefetch(self.live, self.stats)
         self.neighbours = Neighbours()
         self._prompts: PromptBuilder | None = None
+        self._opened: str | None = None  # the document opened last
 
     # -- documents ----------------------------------------------------------------------------
     def did_open(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.docs.open(uri, language_id, version, text)
         self.syntax.open(uri, language_id, text)
         self.neighbours.note(uri, text.split("\n"), 0)
+        self._opened = uri
+        if self.options.prefetch and (doc := self.docs.get(uri)) is not None:
+            warm_up(self, doc)  # idle time before the first keystroke: prefill the file's start
 
     def _syntax_source(self, uri: str) -> tuple[str, str] | None:
         doc = self.docs.get(uri)
@@ -108,10 +112,14 @@ class CompletionService:
 
     # -- model and options ----------------------------------------------------------------------
     def model_ready(self) -> None:
-        """Called after a (re)load: prompts follow the new model family."""
+        """Called after a (re)load: prompts follow the new model family; the document opened
+        last is warmed up (`anticipate.warm_up`)."""
         self._prompts = self._prompt_builder()
         self.reuse.clear()
         self.prefetch.clear()
+        doc = self.docs.get(self._opened) if self._opened else None
+        if self.options.prefetch and doc is not None:
+            warm_up(self, doc)
 
     def set_options(self, options: Options) -> None:
         def generation(o: Options) -> tuple[object, ...]:
@@ -246,6 +254,7 @@ class CompletionService:
         """Waits for the running generation when the cursor types through what it streamed (an
         automatic request, past `partial_ms`, for its complete lines)."""
         live = self.live.running(uri)
+        live = None if live is None or live.warm else live  # a warm-up suggests nothing
         streamed = None if live is None else live.streamed
         if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
             return None
@@ -346,13 +355,19 @@ class CompletionService:
         """The prompt at (row, col) of `lines` (the document's, or as they would be), with the
         other files' chunks first."""
         assert self._prompts is not None
-        chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
-        family, limit = self._prompts.template.family, self._prompts.budget.prefix_chars // 3
-        files = render(family, doc.language_id, chunks, doc.uri, limit)
+        files, chunks = self._files(doc, lines)
         self._tell_other_files(doc.uri, files, chunks)
         prompt = self._prompts.build(doc.uri, lines, row, col, context, remember, files)
+        family = self._prompts.template.family
         marks = markers(family, doc.language_id, chunks, doc.uri) if files else ()
         return replace(prompt, markers=marks)
+
+    def _files(self, doc: Document, lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
+        """Other files' chunks as the prompt places them first (and the chunks)."""
+        assert self._prompts is not None
+        chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
+        family, limit = self._prompts.template.family, self._prompts.budget.prefix_chars // 3
+        return render(family, doc.language_id, chunks, doc.uri, limit), chunks
 
     def _tell_other_files(self, uri: str, files: str, chunks: list[tuple[str, str]]) -> None:
         """Other files' chunks for a backend that sends them apart (llama-server's input_extra)."""

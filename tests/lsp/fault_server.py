@@ -6,6 +6,7 @@ It is `build_server` with the tiny preset's own loader, wrapped:
 - a prompt containing `RAISE_IN_GENERATION` makes that generation raise;
 - a prompt containing `STUCK_IN_GENERATION` blocks the worker for 30 s, ignoring cancellation
   (a torch call that does not return);
+  (both for requests' generations: a document's warm-up, one token, runs as usual);
 - `SPEC_LSP_TEST_INVOKED_WAIT_S`: how long an invoked request waits for a load.
 """
 
@@ -35,6 +36,10 @@ class FaultyBackend:
         return getattr(self._inner, name)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
+        if (
+            request.max_new_tokens <= 1
+        ):  # a document's warm-up (a prefill): the faults are requests'
+            return self._inner.generate(request)
         if RAISE in request.prompt:
             raise RuntimeError("injected fault inside generation")
         if STUCK in request.prompt:

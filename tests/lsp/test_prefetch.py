@@ -6,6 +6,7 @@ The backend answers every prompt with the same text; what matters is which reque
 from __future__ import annotations
 
 import asyncio
+import time
 
 from test_scheduling import (
     URI,
@@ -17,7 +18,9 @@ from test_scheduling import (
 )
 
 from spec_lsp.completion import CompletionService
+from spec_lsp.completion.live import WARM_PREFILL_CHUNK
 from spec_lsp.config import Options
+from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 
 OTHER = "file:///other.py"
 
@@ -155,4 +158,74 @@ async def test_a_prefetch_prefills_in_short_passes() -> None:
     request, prefetch = backend.calls
     assert request.prefill_chunk is None  # the engine's own chunk
     assert prefetch.prefill_chunk is not None and prefetch.prefill_chunk <= 8
+    await drain(service)
+
+
+# -- warming a document up on open ------------------------------------------------------------
+
+
+class WarmBackend(ScriptedBackend):
+    """Warm-ups (prefills only) block until cancelled, or raise; the rest as ScriptedBackend."""
+
+    def __init__(self, text: str, warm: str = "block") -> None:
+        super().__init__(text)
+        self.warm, self.warm_cancelled = warm, []
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        if request.prefill_chunk != WARM_PREFILL_CHUNK:
+            return super().generate(request)
+        self.warmups.append(request)
+        if self.warm == "raise":
+            raise RuntimeError("a warm-up failed")
+        cancel = request.cancel
+        for _ in range(int(WAIT_S / 0.005)):
+            if cancel is not None and cancel.cancelled:
+                self.warm_cancelled.append(request.doc_id)
+                return GenerationResult("", stats=GenerationStats(stop_reason="cancelled"))
+            time.sleep(0.005)
+        return GenerationResult("", stats=GenerationStats(stop_reason="max_tokens"))
+
+
+async def test_opening_a_document_prefills_the_start_of_its_prompts_and_its_request_supersedes_it() -> (
+    None
+):
+    backend = WarmBackend("pass")
+    backend.free_running = True
+    service = await service_with(backend, prefetch=True)
+    service.did_open(URI, "python", 1, "import os\n\ndef f(x):\n    return x\n\ny = ")
+    await until(lambda: len(backend.warmups) == 1, "the warm-up started")
+    warm = backend.warmups[0]
+    assert warm.doc_id == URI and warm.max_new_tokens == 1
+    answer = await service.complete(URI, 2, 9, "utf-16")  # after "def f(x):"
+    assert answer is not None and answer.text == "pass"
+    assert backend.warm_cancelled == [URI]  # the request superseded it
+    # The warm-up's prompt begins with the request's: its KV is the request's prompt's start.
+    assert warm.prompt.startswith(backend.calls[0].prompt)
+    assert service.stats.generated == 1  # a warm-up is no request's generation
+    await drain(service)
+
+
+async def test_a_request_for_another_document_cancels_a_warm_up() -> None:
+    backend = WarmBackend("pass")
+    backend.free_running = True
+    service = await service_with(backend, prefetch=True)
+    service.did_open(OTHER, "python", 1, "a = ")
+    await until(lambda: len(backend.warmups) == 1, "the first warm-up started")
+    service.did_open(URI, "python", 1, "x = 1\ny = ")  # the file opened last is warmed
+    await until(lambda: backend.warm_cancelled == [OTHER], "the first warm-up was replaced")
+    await until(lambda: len(backend.warmups) == 2, "the second warm-up started")
+    answer = await service.complete(OTHER, 0, 4, "utf-16")
+    assert answer is not None and answer.text == "pass"
+    assert backend.warm_cancelled == [OTHER, URI]
+    await drain(service)
+
+
+async def test_a_failed_warm_up_leaves_the_requests_alone() -> None:
+    backend = WarmBackend("pass", warm="raise")
+    backend.free_running = True
+    service = await service_with(backend, prefetch=True)
+    service.did_open(URI, "python", 1, "x = ")
+    await until(lambda: len(backend.warmups) == 1, "the warm-up ran")
+    answer = await service.complete(URI, *end(service), "utf-16")
+    assert answer is not None and answer.text == "pass"
     await drain(service)

@@ -14,6 +14,7 @@ import pytest
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion import service as service_module
 from spec_lsp.completion.arrivals import debounce_s
+from spec_lsp.completion.live import WARM_PREFILL_CHUNK
 from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
@@ -26,12 +27,16 @@ WAIT_S = 30.0
 class ScriptedBackend:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.calls: list[GenerationRequest] = []
+        self.calls: list[GenerationRequest] = []  # requests' and prefetches' generations
+        self.warmups: list[GenerationRequest] = []
         self.started = threading.Event()
         self.step = threading.Semaphore(0)
         self.free_running = False
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
+        if request.prefill_chunk == WARM_PREFILL_CHUNK:  # a document's warm-up: a prefill only
+            self.warmups.append(request)
+            return GenerationResult("", stats=GenerationStats(stop_reason="max_tokens"))
         self.calls.append(request)
         self.started.set()
         out = ""
