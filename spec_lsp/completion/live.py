@@ -55,8 +55,8 @@ class Live:
         return self.cut.trim(streamed[: streamed.rindex("\n")]) or ""
 
 
-# A prefetch prefills in passes of this many tokens (~75 ms each for the bundled target on a
-# 2-core CPU, against ~0.8 s for the engine's 128-token chunk): a real request cancelling it waits
+# A prefetch prefills in passes of this many tokens (~40-55 ms each for the bundled target on a
+# 2-core CPU, against ~0.6 s for the engine's 128-token chunk): a real request cancelling it waits
 # one such pass at most.
 PREFETCH_PREFILL_CHUNK = 8
 # A warm-up prefills in passes of this many tokens: a request for its document needs that prefix
