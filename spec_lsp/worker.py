@@ -237,7 +237,7 @@ class InferenceWorker:
         except Exception as exc:
             job.finished = time.perf_counter()
             log.exception("generation failed")
-            self._loop.call_soon_threadsafe(_set_exception, job.future, exc)
+            self._call_loop(_set_exception, job.future, exc)
             return
         job.finished = time.perf_counter()
         if result.stats.prefilled_tokens >= TRIM_AFTER_PREFILL:
@@ -245,7 +245,16 @@ class InferenceWorker:
         self._resolve(job, result)
 
     def _resolve(self, job: Job, result: GenerationResult) -> None:
-        self._loop.call_soon_threadsafe(_set_result, job.future, result)
+        self._call_loop(_set_result, job.future, result)
+
+    def _call_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        """Runs `fn(*args)` on the loop; nothing when the loop is closed (a one-shot command's
+        loop ended while a job still ran: no one waits for its result)."""
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            if not self._loop.is_closed():
+                raise
 
 
 def _set_result(future: asyncio.Future[GenerationResult], result: GenerationResult) -> None:

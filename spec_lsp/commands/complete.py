@@ -131,6 +131,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         temperature=args.temperature,
         speculation=args.method,
+        prefetch=False,  # one request, then the process ends: nothing to compute ahead
     )
     recorder = Recorder()
     suggestion, info, error = asyncio.run(

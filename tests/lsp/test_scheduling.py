@@ -18,7 +18,7 @@ from spec_lsp.completion.live import WARM_PREFILL_CHUNK
 from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.worker import InferenceWorker, ModelInfo
+from spec_lsp.worker import InferenceWorker, Job, ModelInfo
 
 URI = "file:///doc.py"
 WAIT_S = 30.0
@@ -309,3 +309,26 @@ async def test_typing_through_the_pending_generation_after_indentation() -> None
     result = await asyncio.wait_for(second, WAIT_S)
     assert result is not None and result.text == "turn x"
     assert len(backend.calls) == 1 and service.stats.cancelled == 0
+
+
+def test_a_job_that_ends_after_its_event_loop_closed_is_dropped_quietly() -> None:
+    """A one-shot command's loop may end while the worker still runs a job: its result has no one
+    to go to, and the worker thread must not die of it."""
+    errors: list[BaseException] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)  # type: ignore[assignment]
+    try:
+        loop = asyncio.new_event_loop()
+        worker = InferenceWorker(loop)
+        backend = ScriptedBackend("hello")  # waits for `release` at each character
+        worker.backend, worker.state = backend, "ready"
+        job = Job(GenerationRequest("x = "), loop.create_future())
+        worker.submit(job)
+        assert backend.started.wait(WAIT_S)
+        loop.close()
+        backend.release(100)
+        worker.stop()
+        worker.join(WAIT_S)
+    finally:
+        threading.excepthook = hook
+    assert errors == []
