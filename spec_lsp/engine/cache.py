@@ -35,8 +35,12 @@ def common_prefix_len(a: list[int], b: list[int]) -> int:
     return i
 
 
-def kv_bytes_per_token(config: Any, dtype: torch.dtype) -> int:
-    """Bytes of KV cache (keys and values, every layer) one token costs a model of `config`."""
+def kv_bytes_per_token(model: Any) -> int:
+    """Bytes of KV cache (keys and values, every layer) one token costs `model`, in the dtype its
+    cache holds (the lean forward's `kv_dtype`: float16 over GGUF blocks; else the model's)."""
+    lean: LeanDecoder | None = getattr(model, LEAN_ATTR, None)
+    dtype = lean.kv_dtype if lean is not None else model.dtype
+    config = model.config
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
     heads = getattr(cfg, "num_attention_heads", 1)
     kv_heads = getattr(cfg, "num_key_value_heads", None) or heads

@@ -114,7 +114,7 @@ class SpecEngine:
     def _tokens_for_budget(self, megabytes: float) -> int:
         """Cached tokens that fit in `megabytes` of KV (keys + values, every layer)."""
         models = [m for m in (self.target, self.draft) if m is not None]
-        per_token = sum(kv_bytes_per_token(m.config, m.dtype) for m in models)
+        per_token = sum(kv_bytes_per_token(m) for m in models)
         if self.head is not None:  # the target's recorded features, one vector per token
             per_token += self.head.config.hidden_size * self.target.dtype.itemsize
         # Bounded below so that at least one full-context document always fits.

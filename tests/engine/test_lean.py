@@ -7,7 +7,7 @@ import torch
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
 from spec_lsp.engine import fusion, lean, native, quant
-from spec_lsp.engine.cache import ModelState
+from spec_lsp.engine.cache import ModelState, kv_bytes_per_token
 from spec_lsp.engine.sources import tiny_model
 
 
@@ -138,3 +138,14 @@ def test_qwen2_with_biases_matches_transformers_and_bfloat16_models_keep_theirs(
     got, _, _ = decoder.forward([i % 128 for i in ids], decoder.new_cache(), keep=20)
     torch.testing.assert_close(got, ref, atol=2e-4, rtol=2e-4)
     assert not lean.LeanDecoder.supports(model.to(torch.bfloat16))
+
+
+def test_the_kv_budget_counts_the_bytes_the_cache_holds() -> None:
+    model = _model("int4")
+    float32_bytes = kv_bytes_per_token(model)  # no lean forward yet: the model's dtype
+    assert lean.attach(model)
+    decoder = lean.lean_of(model)
+    assert decoder is not None
+    half = decoder.kv_dtype == torch.float16  # GGUF blocks on the native kernels
+    assert half == native.available()
+    assert kv_bytes_per_token(model) == (float32_bytes // 2 if half else float32_bytes)
