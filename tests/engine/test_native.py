@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -122,6 +123,22 @@ def test_apply_format_takes_the_native_kernels_and_the_tied_output_blocks() -> N
     assert isinstance(model.model.layers[0].mlp.up_proj, BlockLinear)
     ids = torch.tensor([[1, 2, 3, 4]])
     assert torch.isfinite(model(ids).logits).all()
+
+
+def test_the_build_is_the_one_asked_for() -> None:
+    plain = os.environ.get("SPEC_LSP_KERNELS") == "plain"
+    avx2 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+    assert native.simd() == (avx2 and not plain)
+
+
+@pytest.mark.skipif(os.environ.get("SPEC_LSP_KERNELS") == "plain", reason="the run it starts")
+def test_the_plain_cpp_kernels_pass_these_tests_too(tmp_path: Path) -> None:
+    """The kernels' plain C++ path (a CPU without AVX2), built here and run through this file."""
+    env = {**os.environ, "SPEC_LSP_KERNELS": "plain", "SPEC_LSP_CACHE": str(tmp_path)}
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", __file__]
+    done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "skipped" in done.stdout  # it ran, and skipped itself
 
 
 def test_torch_kernels_when_native_ones_are_off() -> None:

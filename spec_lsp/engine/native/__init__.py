@@ -21,7 +21,8 @@ give (tests/engine/test_native.py, test_lean.py).
 The source is compiled against the installed torch (its headers, its OpenMP) by the system's C++
 compiler into the cache (`sources.cache_dir() / "kernels" / <machine>-<hash>`), ~15 s the first
 time a model loads. `available()` is False when that cannot happen (no compiler, not x86-64): the
-formats then run on torch's kernels, as `SPEC_LSP_KERNELS=torch` makes them (to compare).
+formats then run on torch's kernels, as `SPEC_LSP_KERNELS=torch` makes them (to compare);
+`SPEC_LSP_KERNELS=plain` builds them without AVX2, as on a CPU that lacks it.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ NAME = "spec_lsp_kernels"
 
 
 def _flags() -> list[str]:
+    """The compiler's flags: AVX2 where torch finds it (`SPEC_LSP_KERNELS=plain`: never, the plain
+    C++ of a machine without it, to test that path anywhere)."""
     flags = ["-O3", "-std=c++17", "-fopenmp", "-ffp-contract=off"]
-    if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+    plain = os.environ.get("SPEC_LSP_KERNELS") == "plain"
+    if not plain and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
         flags += ["-mavx2", "-mfma", "-mf16c"]
     return flags
 

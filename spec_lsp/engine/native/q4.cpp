@@ -373,7 +373,7 @@ inline float exp_shifted(float* p, int64_t len, float mx) {
 #endif
   for (int l = 0; j < len; ++j, ++l) {
     p[j] = exp_poly(p[j] - mx);
-    lane[l] += p[j];
+    lane[l & 7] += p[j];  // the tail after 8-lane vectors (all of it in plain C++)
   }
   return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
