@@ -106,9 +106,12 @@ async def alternatives(
 def warm_up(service: CompletionService, doc: Document) -> None:
     """Starts prefilling `doc`'s KV for the start of its prompts (see the module docstring), as
     a prefetch: superseded by the document's next generation, cancelled by a request for another
-    document, one short prefill pass at most."""
+    document, one short prefill pass at most. Only on a backend that stops within a pass and
+    keeps what it computed (the local engine; `remote.warmup` has llama-server's own)."""
     s = service
     if s._prompts is None or not s._serving(doc) or not s.options.kv_reuse:
+        return
+    if not getattr(s.worker.backend, "cheap_cancel", False):  # a remote engine warms its own way
         return
     try:
         asyncio.get_running_loop()

@@ -167,6 +167,8 @@ async def test_a_prefetch_prefills_in_short_passes() -> None:
 class WarmBackend(ScriptedBackend):
     """Warm-ups (prefills only) block until cancelled, or raise; the rest as ScriptedBackend."""
 
+    cheap_cancel = True  # as the local engine (warm-ups run only there)
+
     def __init__(self, text: str, warm: str = "block") -> None:
         super().__init__(text)
         self.warm, self.warm_cancelled = warm, []
@@ -228,4 +230,15 @@ async def test_a_failed_warm_up_leaves_the_requests_alone() -> None:
     await until(lambda: len(backend.warmups) == 1, "the warm-up ran")
     answer = await service.complete(URI, *end(service), "utf-16")
     assert answer is not None and answer.text == "pass"
+    await drain(service)
+
+
+async def test_a_backend_that_does_not_cancel_cheaply_gets_no_warm_up() -> None:
+    backend = WarmBackend("pass")
+    backend.cheap_cancel = False  # a remote engine
+    backend.free_running = True
+    service = await service_with(backend, prefetch=True)
+    service.did_open(URI, "python", 1, "x = ")
+    answer = await service.complete(URI, *end(service), "utf-16")
+    assert answer is not None and backend.warmups == []
     await drain(service)
