@@ -49,10 +49,12 @@ class Live:
     def complete_lines(self) -> str:
         """The complete lines streamed so far, trimmed with the request's rules ("" for none):
         what a request answers before the generation ends (`Generations.wait_partial`)."""
-        streamed = self.streamed
+        raw = self.job.streamed
+        streamed = self.cut.for_cursor(raw)
         if not streamed or "\n" not in streamed.lstrip("\n"):
             return ""
-        return self.cut.trim(streamed[: streamed.rindex("\n")]) or ""
+        # `Cut.trim` takes the model's text (with the lead), as it ends the generation with.
+        return self.cut.trim(raw[: raw.rindex("\n")]) or ""
 
 
 # A prefetch prefills in passes of this many tokens (~40-55 ms each for the bundled target on a
@@ -180,20 +182,28 @@ class Generations:
         return result
 
     async def wait_partial(
-        self, live: Live, after_s: float, owner: bool = True, poll_s: float = 0.02
+        self,
+        live: Live,
+        after_s: float,
+        owner: bool = True,
+        poll_s: float = 0.02,
+        shows: Callable[[str], bool] | None = None,
     ) -> str | None:
         """Waits up to `after_s` for the generation, then until it ends or has complete lines to
-        show: None when it ended (the caller then `wait`s for its result), else those lines; the
-        generation goes on without this waiter (a request typing through it joins it, an edit
-        that leaves it or the document's next generation cancels it). Cancelling the waiter
-        cancels the job once no one else waits for it, as `wait` does."""
+        show (`shows(lines)`, when given, says whether they add anything for the waiter: a
+        request that typed through the first lines waits for the next): None when it ended (the
+        caller then `wait`s for its result), else those lines; the generation goes on without
+        this waiter (a request typing through it joins it, an edit that leaves it or the
+        document's next generation cancels it). Cancelling the waiter cancels the job once no
+        one else waits for it, as `wait` does."""
         job = live.job
         if not owner:
             job.waiters += 1
         try:
             await asyncio.wait({job.future}, timeout=after_s)
             while not job.future.done():
-                if lines := live.complete_lines():
+                lines = live.complete_lines()
+                if lines and (shows is None or shows(lines)):
                     job.waiters -= 1
                     return lines
                 await asyncio.wait({job.future}, timeout=poll_s)

@@ -259,8 +259,14 @@ class CompletionService:
         if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
             return None
         if self.options.partial_ms > 0 and not invoked:
-            lines = await self.live.wait_partial(live, self.options.partial_ms / 1000, False)
-            rest = None if lines is None else live.anchor.rest(lines, prefix, suffix)
+            anchor = live.anchor
+            lines = await self.live.wait_partial(
+                live,
+                self.options.partial_ms / 1000,
+                False,
+                shows=lambda lines: bool(anchor.rest(lines, prefix, suffix)),
+            )
+            rest = None if lines is None else anchor.rest(lines, prefix, suffix)
             if rest:
                 self.stats.early += 1
                 return rest

@@ -7,11 +7,16 @@ from __future__ import annotations
 import asyncio
 
 from spec_lsp.completion import CompletionService
+from spec_lsp.completion.live import Live
+from spec_lsp.completion.reuse import Anchor
+from spec_lsp.completion.syntax_port import Cut
 from spec_lsp.config import Options
-from spec_lsp.worker import InferenceWorker, ModelInfo
+from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.worker import InferenceWorker, Job, ModelInfo
 from tests.lsp.test_scheduling import (
     URI,
     WAIT_S,
+    KeepAll,
     PlainSyntax,
     ScriptedBackend,
     end,
@@ -118,3 +123,33 @@ async def test_typing_through_a_still_running_generation_is_answered_early_too()
     assert service.stats.early == 2 and len(backend.calls) == 1
     backend.free_running = True
     backend.release(100)
+
+
+async def test_typing_through_the_early_lines_waits_for_the_next_complete_line_only() -> None:
+    backend, service = await answered_early()  # stuck at "a = 1\nb "
+    type_text(service, 2, "a = 1\n")  # the early lines accepted: nothing of them is left
+    rest = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
+    await asyncio.sleep(0.1)
+    assert not rest.done()
+    backend.release(4)  # "= 2\n": the next line is complete, the generation still runs
+    answer = await asyncio.wait_for(rest, WAIT_S)
+    assert answer is not None and answer.text == "b = 2"
+    live = service.live.running(URI)
+    assert live is not None and not live.job.future.done()
+    assert service.stats.early == 2 and len(backend.calls) == 1
+    backend.free_running = True
+    backend.release(100)
+
+
+async def test_complete_lines_are_trimmed_past_the_prompts_lead() -> None:
+    """The prompt may leave out the indentation's last blank (`Prompt.lead`): the model's text
+    begins with it, and the early answer is the complete lines after it."""
+    loop = asyncio.get_running_loop()
+    job = Job(GenerationRequest(prompt=""), loop.create_future())
+    live = Live(URI, job, Cut(KeepAll(), lead=" "), Anchor("", ""))  # type: ignore[arg-type]
+    job.streamed = " return x"
+    assert live.complete_lines() == ""
+    job.streamed = " return x\n    y"
+    assert live.complete_lines() == "return x"
+    job.streamed = "return x\n"  # not the lead: nothing of it is shown
+    assert live.complete_lines() == ""
