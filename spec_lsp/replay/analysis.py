@@ -117,6 +117,8 @@ class Tally:
     predicted_chars: int = 0
     latencies: list[float] = field(default_factory=list)
     pause_waits: list[float] = field(default_factory=list)
+    # per pause: when it began (seconds into the session's replay), and its wait in ms (None: missed)
+    pause_log: list[tuple[float, float | None]] = field(default_factory=list)
     # for the plot: per session, its name and its (sent or t, arrived or None, kind) events
     timeline: list[tuple[str, list[tuple[float, float | None, str]]]] = field(default_factory=list)
 
@@ -220,8 +222,12 @@ class SessionAnalysis:
         if pause is None:
             return
         self.tally.pauses += 1
-        if pause.shown_at is not None:
-            self.tally.pause_waits.append((pause.shown_at - pause.start) * 1000.0)
+        wait = None if pause.shown_at is None else (pause.shown_at - pause.start) * 1000.0
+        if wait is not None:
+            self.tally.pause_waits.append(wait)
+        self.tally.pause_log.append(
+            (round(pause.start, 2), None if wait is None else round(wait, 1))
+        )
         change = self.trace.changes[pause.change_index]
         suggestion = self.shown.get(change.uri)
         ghost = suggestion.remaining(change.text) if suggestion is not None else None
@@ -291,7 +297,10 @@ def analyze(traces: list[SessionTrace], pause_ms: float = 300.0) -> tuple[dict[s
     for trace in traces:
         session_tally = Tally()
         SessionAnalysis(trace, pause_ms, session_tally).run()
-        per_session.append(_figures(session_tally) | {"name": trace.name})
+        per_session.append(
+            _figures(session_tally)
+            | {"name": trace.name, "pause_log": [list(p) for p in session_tally.pause_log]}
+        )
         _merge(tally, session_tally)
     figures = _figures(tally)
     figures["per_session"] = per_session

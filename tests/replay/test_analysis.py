@@ -79,6 +79,11 @@ def test_pause_to_suggestion_runs_from_the_keystroke_to_the_first_fitting_answer
     assert figures["pauses"] == 2 and figures["typed_through_pauses"] == 1
     _, tally = analyze([typing.trace])
     assert sorted(round(w, 3) for w in tally.pause_waits) == [0.0, 250.0]
+    # each pause, when it began and what it waited, per session (None: missed)
+    assert figures["per_session"][0]["pause_log"] == [[1.1, 250.0], [1.6, 0.0]]
+    typing.key(3.7, "d", gap_ms=900)  # a pause without a suggestion
+    figures, _ = analyze([typing.trace])
+    assert figures["per_session"][0]["pause_log"][-1] == [3.7, None]
 
 
 def test_a_pause_with_only_empty_answers_has_no_suggestion() -> None:
