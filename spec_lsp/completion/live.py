@@ -48,13 +48,14 @@ class Live:
 
     def complete_lines(self) -> str:
         """The complete lines streamed so far, trimmed with the request's rules ("" for none):
-        what a request answers before the generation ends (`Generations.wait_partial`)."""
+        what a request answers before the generation ends (`Generations.wait_partial`). Last
+        lines that open blocks stay: their bodies follow the accept, from the same generation."""
         raw = self.job.streamed
         streamed = self.cut.for_cursor(raw)
         if not streamed or "\n" not in streamed.lstrip("\n"):
             return ""
         # `Cut.trim` takes the model's text (with the lead), as it ends the generation with.
-        return self.cut.trim(raw[: raw.rindex("\n")]) or ""
+        return self.cut.trim(raw[: raw.rindex("\n")], growing=True) or ""
 
 
 # A prefetch prefills in passes of this many tokens (~40-55 ms each for the bundled target on a

@@ -81,13 +81,15 @@ class Cut:
         keep = self.cutter.stop(rest)
         return None if keep is None else keep + len(self.lead)
 
-    def trim(self, text: str) -> str | None:
-        """The suggestion in the model's `text` (None: nothing to show)."""
+    def trim(self, text: str, growing: bool = False) -> str | None:
+        """The suggestion in the model's `text` (None: nothing to show). `growing`: `text` is
+        the complete lines of a generation that goes on (`Trimmer.trim`)."""
         rest = unlead(text, self.lead)
         marker = self._before_marker(rest) if rest and self.markers else None
         if rest and marker is not None:
             rest = rest[:marker]
-        return self.cutter.trim(rest) if rest else None
+            growing = False  # the generation's end is decided: the final rules apply
+        return self.cutter.trim(rest, growing) if rest else None
 
 
 class SyntaxPort:

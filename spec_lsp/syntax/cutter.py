@@ -45,15 +45,15 @@ class Cutter:
             log.exception("syntax stop callback failed")
             return self._fallback.stop(text) if self._fallback is not None else None
 
-    def trim(self, text: str) -> str | None:
-        """The part of `text` to show at the cursor, or None."""
+    def trim(self, text: str, growing: bool = False) -> str | None:
+        """The part of `text` to show at the cursor, or None (`growing`: `Trimmer.trim`)."""
         try:
             with self._lock:
-                return self._trimmer.trim(text)
+                return self._trimmer.trim(text, growing)
         except Exception:
             log.exception("syntax trim failed")
             if self._fallback is not None:
-                return self._fallback.trim(text)
+                return self._fallback.trim(text, growing)
             kept = text.rstrip()
             return kept if kept.strip() else None
 

@@ -8,7 +8,9 @@ reason), then:
   the longest line boundary that adds none is kept; when none does, the text stays;
 - "header-without-body": a last line that opens a block or bracket with nothing in it, here or
   below the cursor, is dropped (and so on up).
-Trailing whitespace goes; an empty result is None ("show nothing").
+Trailing whitespace goes; an empty result is None ("show nothing"). `trim(text, growing=True)`
+is for the complete lines of a generation that goes on (an early answer): last lines that open a
+block stay, though they fail the last two steps, as their bodies are still to come.
 `stop(text)` is the engine's stop callback: the hard cut, as soon as the text that decides it has
 arrived. The final steps above depend only on the text before the cut, so stopping there gives
 the same suggestion as generating on and trimming after. The result is a prefix of the completion.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from tree_sitter import Parser, Tree
 
-from spec_lsp.syntax.cursor import cursor_of, opens_block
+from spec_lsp.syntax.cursor import code_of_line, cursor_of, opens_block
 from spec_lsp.syntax.languages import LanguageSpec, new_parser
 from spec_lsp.syntax.lexer import indent_width, scan
 from spec_lsp.syntax.mode import inside, mode_of
@@ -64,8 +66,37 @@ class Trimmer:
 
     # -- the final trim ------------------------------------------------------------------------
 
-    def trim(self, completion: str) -> str | None:
-        return self.explain(completion)[0]
+    def trim(self, completion: str, growing: bool = False) -> str | None:
+        """The suggestion in `completion`. `growing`: it is the complete lines of a generation
+        that goes on (an early answer): last lines that open blocks stay, their bodies to come."""
+        text = self.explain(completion)[0]
+        if growing and (headers := self._with_open_headers(completion, text)) is not None:
+            return headers
+        return text
+
+    def _with_open_headers(self, completion: str, trimmed: str | None) -> str | None:
+        """`completion` whole when what the final rules cut from it is only its last lines that
+        open blocks (they lack a body, so they fail the parse check and the header rule): the
+        lines before them kept as written, no hard cut in the headers. None otherwise."""
+        whole = completion.rstrip()
+        if self.mode != "multi" or not whole.strip() or (trimmed or "") == whole:
+            return None
+        head = whole
+        while head:
+            start = head.rfind("\n") + 1
+            line = head[start:] if start else self.plan.line_prefix + head
+            if not opens_block(line, self.spec) or code_of_line(line, self.spec).endswith(
+                ("(", "[")
+            ):
+                break  # an open bracket is no block: its arguments or items are the rest
+            head = head[:start].rstrip()
+        if head == whole or partial_overlap(self.plan, whole) is not None:
+            return None
+        if hard_cut(self.plan, whole, final=False).pos < len(whole):
+            return None
+        if head.strip() and self.explain(head)[0] != head:
+            return None
+        return whole
 
     def explain(self, completion: str) -> tuple[str | None, Reason | None]:
         """The suggestion, and the reason for the last cut made (None: kept as written)."""

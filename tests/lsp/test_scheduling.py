@@ -70,7 +70,7 @@ class KeepAll:
     def stop(self, text: str) -> int | None:
         return None
 
-    def trim(self, text: str) -> str | None:
+    def trim(self, text: str, growing: bool = False) -> str | None:
         return text
 
 

@@ -174,7 +174,7 @@ class FirstLine:
         self.seen.append(text)
         return text.find("\n") if "\n" in text else None
 
-    def trim(self, text: str) -> str | None:
+    def trim(self, text: str, growing: bool = False) -> str | None:
         return text.split("\n", 1)[0] or None
 
 

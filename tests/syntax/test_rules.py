@@ -152,3 +152,42 @@ def test_a_bracket_open_after_a_docstring_longer_than_the_scan_window_is_still_s
     assert len(prefix) > 9000
     for language in ("python", "text"):  # with a grammar and with the text rules only
         assert cutter_for(language, prefix, "\n").trim("errmsg)") == "errmsg)", language
+
+
+# An early answer (`growing`: the complete lines of a generation that goes on) keeps last lines
+# that open blocks: their bodies are on their way. (language, source, complete lines, expected)
+GROWING: list[tuple[str, str, str, str | None]] = [
+    ("python", "def f(xs):\n    █\n    return 0\n", "for x in xs:", "for x in xs:"),
+    (
+        "python",
+        "def f(xs):\n    █\n    return 0\n",
+        "for x in xs:\n        if x:",
+        "for x in xs:\n        if x:",
+    ),
+    ("python", "def f(xs):\n    █", "y = 1\n    while y:", "y = 1\n    while y:"),
+    ("javascript", "function f(xs) {\n  █\n}\n", "for (const x of xs) {", "for (const x of xs) {"),
+    # not headers: the final rules, as without `growing`
+    ("python", "def f():\n    █", "x = 1\n    y = 2 +", "x = 1"),
+    # a header after lines that a rule cuts, or one that leaves the block: cut as before
+    ("python", "def f():\n    █", "return 1\nfor x in xs:", "return 1"),
+    ("python", "def f():\n    █", "a()\n    b()\n    b()\n    b()\n    if x:", "a()\n    b()"),
+]
+
+
+@pytest.mark.parametrize(("language", "source", "lines", "expected"), GROWING)
+def test_an_early_answer_keeps_its_last_block_headers(
+    language: str, source: str, lines: str, expected: str | None
+) -> None:
+    prefix, suffix = source.split(CURSOR)
+    trimmer = Trimmer(spec_for(language), prefix, suffix)
+    assert trimmer.trim(lines, growing=True) == expected
+
+
+def test_a_growing_answer_with_no_header_is_the_final_trim() -> None:
+    final = Trimmer(spec_for("python"), "def f(xs):\n    ", "\n    return 0\n")
+    assert final.trim("for x in xs:") is None  # no body will come: header-without-body
+    prefix, suffix = "def f():\n    ", "\n"
+    # an open bracket is no block: `return g(` waits for its arguments
+    for lines in ("x = 1\n    y = 2", "return g(\n        1,", "pass", "x = 1\n    return g("):
+        trimmer = Trimmer(spec_for("python"), prefix, suffix)
+        assert trimmer.trim(lines, growing=True) == trimmer.trim(lines)
