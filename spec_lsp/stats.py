@@ -56,6 +56,8 @@ class ServerStats:
     prefetched: int = 0  # suggestions computed ahead, on idle time, for an accept to come
     prefetch_cancelled: int = 0  # prefetches dropped for a keystroke or a real request
     prefetch_hits: int = 0  # requests answered by a prefetch, with no model call of their own
+    warm_ups: int = 0  # documents whose prompts' start was prefilled on idle time (`warm_up`)
+    warmed_tokens: int = 0  # tokens those warm-ups prefilled (finished or stopped part-way)
     shown: int = 0
     accepted: int = 0
     partially_accepted: int = 0
@@ -117,6 +119,7 @@ class ServerStats:
                 "cancelled": self.prefetch_cancelled,
                 "hits": self.prefetch_hits,
             },
+            "warmUp": {"started": self.warm_ups, "prefilledTokens": self.warmed_tokens},
             "shown": self.shown,
             "accepted": self.accepted,
             "partiallyAccepted": self.partially_accepted,

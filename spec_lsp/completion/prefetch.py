@@ -146,13 +146,16 @@ class Prefetch:
             if other.uri != live.uri:
                 other.job.cancel()
         self._warm[live.uri] = live
+        self.stats.warm_ups += 1
         live.job.future.add_done_callback(lambda _: self._warmed(live))
 
     def _warmed(self, live: Live) -> None:
         if self._warm.get(live.uri) is live:
             del self._warm[live.uri]
-        if not live.job.future.cancelled():
-            live.job.future.exception()  # a failed warm-up: the worker logged it, no one waits
+        future = live.job.future
+        if future.cancelled() or future.exception() is not None:
+            return  # a failed warm-up: the worker logged it, no one waits
+        self.stats.warmed_tokens += future.result().stats.prefilled_tokens
 
     def preempt(self, uri: str, text: str) -> None:
         """A real request for `uri` at document `text`: every prefetch not for that document

@@ -183,7 +183,8 @@ class WarmBackend(ScriptedBackend):
         for _ in range(int(WAIT_S / 0.005)):
             if cancel is not None and cancel.cancelled:
                 self.warm_cancelled.append(request.doc_id)
-                return GenerationResult("", stats=GenerationStats(stop_reason="cancelled"))
+                stats = GenerationStats(prefilled_tokens=32, stop_reason="cancelled")
+                return GenerationResult("", stats=stats)
             time.sleep(0.005)
         return GenerationResult("", stats=GenerationStats(stop_reason="max_tokens"))
 
@@ -204,6 +205,8 @@ async def test_opening_a_document_prefills_the_start_of_its_prompts_and_its_requ
     # The warm-up's prompt begins with the request's: its KV is the request's prompt's start.
     assert warm.prompt.startswith(backend.calls[0].prompt)
     assert service.stats.generated == 1  # a warm-up is no request's generation
+    await until(lambda: service.stats.warmed_tokens == 32, "the warm-up's prefill counted")
+    assert service.stats.to_wire({})["warmUp"] == {"started": 1, "prefilledTokens": 32}
     await drain(service)
 
 
