@@ -8,7 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lsp_helpers import delta, doc_uri, inline, insert, open_doc, stats, utf16_len, wait_until
+from lsp_helpers import (
+    configure,
+    delta,
+    doc_uri,
+    inline,
+    insert,
+    open_doc,
+    stats,
+    utf16_len,
+    wait_until,
+)
 from pytest_lsp import LanguageClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -49,7 +59,13 @@ def first_line(shown: str) -> str:
 async def test_accepting_the_first_line_answers_the_rest_of_the_suggestion_without_a_model_call(
     client: LanguageClient,
 ) -> None:
-    uri, text, shown, _ = await suggestion(client, "accept-line", MULTI, lines=True)
+    # A whole suggestion first: an early answer (`partialMs`; tests/lsp/test_early_answer.py)
+    # would show its first lines only, on a machine where tiny takes over 100 ms to write it.
+    configure(client, {"partialMs": 0})
+    try:
+        uri, text, shown, _ = await suggestion(client, "accept-line", MULTI, lines=True)
+    finally:
+        configure(client, {"partialMs": 100})
     line = first_line(shown)
     assert 0 < len(line) < len(shown)
     before = await stats(client)
