@@ -274,6 +274,7 @@ def main(
         "device": engine.device,
         "weights": engine.weights,
         "random_weights": random_weights,
+        "tokenizer": engine.tokenizer_source,
         "max_new_tokens": max_new,
         "prompts": [p.name for p in prompts],
         "torch_threads": torch.get_num_threads(),
@@ -300,6 +301,8 @@ def print_report(report: dict[str, Any]) -> None:
         f"weights: {report['weights']}   threads: {report['torch_threads']}   "
         f"device: {report['device']}"
     )
+    if report.get("random_weights"):
+        print(f"random weights (timing only); tokenizer: {report.get('tokenizer')}")
     print(format_table(modes))
     print(
         f"verify cost: a pass over 8 tokens {cost['ms_8']:.1f} ms vs 1 token {cost['ms_1']:.1f} ms "

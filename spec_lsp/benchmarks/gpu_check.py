@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = load_engine(args.preset, device="cuda", random_weights=True)
     prompts = bench_prompts(args.prompts)
     modes = engine_bench.run(engine, prompts, args.max_new_tokens, engine.options.k)
-    print(f"{name}: weights {engine.weights}")
+    print(f"{name}: weights {engine.weights}, tokenizer {engine.tokenizer_source}")
     print(engine_bench.format_table(modes))
     curve = pass_costs(engine.target, engine.options.k_max + 1)
     print("verify cost (ms per pass over n tokens): " + " ".join(f"{c:.1f}" for c in curve))

@@ -88,9 +88,9 @@ class SpecEngine:
         self.draft_model = None if isinstance(draft, SpecHead) else draft
         self.options = options or EngineOptions()
         self.name, self.weights = name, str(target.dtype).removeprefix("torch.")  # loading sets
+        self.tokenizer_source = ""  # where loading took the tokenizer from (a stand-in's says so)
         self.device = str(target.device)
-        # With random-weight architectures whose vocabulary is smaller than the tokenizer's.
-        self.vocab_limit: int | None = None
+        self.vocab_limit: int | None = None  # random weights: a vocabulary under the tokenizer's
         max_tokens = self.options.max_cached_tokens or self._tokens_for_budget(
             self.options.kv_budget_mb
         )

@@ -15,6 +15,7 @@ to the target and the draft alike; a bundled GGUF's Q4_1 blocks become int4 laye
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +29,7 @@ from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
 from spec_lsp.engine.sources import (
+    BUILTIN_TOKENIZER,
     ModelLoadError,
     Progress,
     bundled_dir,
@@ -42,6 +44,8 @@ from spec_lsp.engine.sources import (
     vocab_fingerprint,
 )
 from spec_lsp.engine.timing import pass_costs
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "LoadSpec",
@@ -222,6 +226,25 @@ def warm_up(engine: SpecEngine) -> None:
             engine.draft(input_ids=ids)
 
 
+def timing_tokenizer(spec: LoadSpec, progress: Progress | None = None) -> tuple[Any, str]:
+    """For random weights (timing only): the target's tokenizer where this machine has it, else
+    the bundled one standing in, without asking a hub (a machine with no hub access times the
+    architecture all the same; the engine maps ids past the model's vocabulary back into it).
+    Returns it and where it came from."""
+    if is_available_offline(spec.target):
+        try:
+            return load_tokenizer(spec.target, spec.trust_remote_code, progress), spec.target
+        except ModelLoadError:
+            pass
+    log.warning(
+        "%s: the tokenizer of %s is not on this machine; the bundled tokenizer stands in "
+        "(random weights: timing only)",
+        spec.name,
+        spec.target,
+    )
+    return load_tokenizer(BUILTIN_TOKENIZER, False, progress), f"{BUILTIN_TOKENIZER} (stand-in)"
+
+
 def load_engine(
     spec: LoadSpec,
     device: str = "auto",
@@ -236,7 +259,11 @@ def load_engine(
     dtype = spec.torch_dtype(dev)
     report = progress or (lambda _m, _f: None)
     report(f"loading tokenizer for {spec.name}", 0.0)
-    tokenizer = load_tokenizer(spec.target, spec.trust_remote_code, progress)
+    if random_weights:
+        tokenizer, tokenizer_source = timing_tokenizer(spec, progress)
+    else:
+        tokenizer = load_tokenizer(spec.target, spec.trust_remote_code, progress)
+        tokenizer_source = spec.target
     report(f"loading target {spec.target} on {dev}", 0.3)
     target_cfg = spec.target_config if random_weights else None
     target = load_model(spec.target, dev, dtype, spec.trust_remote_code, progress, target_cfg)
@@ -264,7 +291,7 @@ def load_engine(
         report("measuring verification cost", 0.85)
         opts = replace(opts, verify_cost=pass_costs(target, opts.k_max + 1))
     engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name)
-    engine.weights = weights
+    engine.weights, engine.tokenizer_source = weights, tokenizer_source
     if random_weights:
         engine.vocab_limit = min(m.config.vocab_size for m in (target, draft) if m is not None)
     report("warming up", 0.9)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.loading import (
+    LoadSpec,
     ModelLoadError,
     check_vocab,
     is_available_offline,
     pick_device,
 )
+from spec_lsp.engine.loading import load_engine as load_engine_from_spec
 from spec_lsp.presets import PresetError, list_presets, load_engine, load_preset
 
 
@@ -77,3 +83,43 @@ def test_a_preset_picks_the_forward_and_a_wrong_one_is_a_clear_error(tmp_path) -
     wrong.write_text('target = "builtin:tiny-target"\nforward = "fast"\n')
     with pytest.raises(PresetError, match="forward must be one of lean, transformers"):
         load_preset(str(wrong))
+
+
+def test_random_weights_time_a_pair_whose_tokenizer_is_not_on_this_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--random-weights` (timing only, e.g. `make gpu-check` with no hub access): the target's
+    tokenizer is not cached, so the bundled one stands in, without asking the hub; the engine
+    maps its ids into the smaller vocabulary and the speculative modes stay exact."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = {
+        "model_type": "qwen2",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "vocab_size": 1000,  # under the stand-in's 49,152: ids are mapped into it
+        "tie_word_embeddings": True,
+    }
+    (tmp_path / "target.json").write_text(json.dumps(config))
+    (tmp_path / "draft.json").write_text(json.dumps(config | {"num_hidden_layers": 1}))
+    source = "spec-lsp-tests/not-a-cached-model"
+    assert not is_available_offline(source)
+    spec = LoadSpec(
+        name="random-pair",
+        target=source,
+        draft=source + "-draft",
+        target_config=tmp_path / "target.json",
+        draft_config=tmp_path / "draft.json",
+        measure_verify=False,
+    )
+    engine = load_engine_from_spec(spec, device="cpu", random_weights=True)
+    assert engine.tokenizer_source.endswith("(stand-in)")
+    prompt = "def add(a, b):\n    return"
+    assert max(engine.encode(prompt)) < 1000
+    plain = engine.generate(GenerationRequest(prompt=prompt, max_new_tokens=12, method="off"))
+    assert plain.stats.generated_tokens > 0
+    for method in ("ngram", "draft"):
+        again = engine.generate(GenerationRequest(prompt=prompt, max_new_tokens=12, method=method))
+        assert again.text == plain.text
