@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,6 +47,20 @@ def kv_bytes_per_token(model: Any) -> int:
     kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     return int(2 * cfg.num_hidden_layers * kv_heads * head_dim * dtype.itemsize)
+
+
+def advance_chunked(
+    state: ModelState, tokens: list[int], chunk: int, stop: Callable[[], bool]
+) -> bool:
+    """Makes `state` cover `tokens` in passes of at most `chunk` new tokens, `stop()` checked
+    before each; False when it stopped (the passes done stay cached)."""
+    done = common_prefix_len(state.tokens, tokens)
+    while done < len(tokens):
+        if stop():
+            return False
+        done = min(len(tokens), done + chunk)
+        state.advance(tokens[:done], keep=1)
+    return True
 
 
 @dataclass

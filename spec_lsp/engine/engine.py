@@ -23,6 +23,7 @@ from spec_lsp.engine.cache import (
     DocState,
     DocumentStates,
     ModelState,
+    advance_chunked,
     common_prefix_len,
     kv_bytes_per_token,
 )
@@ -240,10 +241,13 @@ class SpecEngine:
                 stats.prefilled_tokens = done - reused
                 return None
         adv = state.target.advance(prompt, keep=1)
+        stats.target_forwards += 1
+        # A draft model's KV for the prompt: prefill too, in chunks that a cancel stops.
+        draft = state.draft if isinstance(state.draft, ModelState) else None
+        ready = draft is None or advance_chunked(draft, prompt, chunk, lambda: self._cancelled(run))
         stats.prefill_ms = (time.perf_counter() - t) * 1000
         stats.prefilled_tokens = len(prompt) - reused
-        stats.target_forwards += 1
-        return adv.logits
+        return adv.logits if ready else None
 
     def _speculative_step(
         self,
@@ -286,13 +290,8 @@ class SpecEngine:
         return emitted
 
     def _drafter(self, method: str) -> Drafter | None:
-        if method == "ngram":
-            return self._ngram
-        if method == "draft":
-            return self._model_drafter
-        if method == "both":
-            return CombinedDrafter(self._ngram, self._model_drafter)
-        return None
+        both = CombinedDrafter(self._ngram, self._model_drafter) if method == "both" else None
+        return {"ngram": self._ngram, "draft": self._model_drafter}.get(method, both)
 
     def _sample(
         self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None, rank=0

@@ -168,3 +168,43 @@ def test_a_prompt_longer_than_the_context_is_cut_in_steps_so_typing_still_reuses
         assert warm.token_ids == cold.generate(request(prompt, None)).token_ids
     # Most keystrokes keep the window's first token, so nearly all of it comes from the cache.
     assert sum(r >= 40 for r in reused) >= len(reused) - 2
+
+
+def test_a_draft_models_prompt_is_prefilled_in_chunks_that_a_cancel_stops(
+    target, tokenizer, random_draft
+) -> None:  # type: ignore[no-untyped-def]
+    """A draft model's KV for the prompt is computed with the target's prefill (counted in
+    prefill_ms, not as decoding), in passes of `prefill_chunk` with a cancel check before each."""
+    engine = make_engine(target, tokenizer, random_draft, k=4, prefill_chunk=8)
+    prompt = CODE_PROMPTS[2]
+    ids = engine.encode(prompt)
+    first = engine.generate(
+        GenerationRequest(prompt=prompt, doc_id="doc", max_new_tokens=1, method="draft")
+    )
+    state = engine.docs.get("doc")
+    assert state is not None and state.draft is not None
+    assert state.draft.tokens == ids  # prefilled, before any draft was asked for
+    assert first.stats.generated_tokens == 1
+
+    passes = []
+    real_advance = type(state.draft).advance
+
+    def counted(self, tokens, keep=1, hidden=False):  # type: ignore[no-untyped-def]
+        doc = engine.docs.get("cold")
+        if doc is not None and self is doc.draft:
+            passes.append(len(tokens))
+            if len(passes) == 2:
+                cancel.cancel()  # a keystroke during the draft's prefill
+        return real_advance(self, tokens, keep, hidden)
+
+    cancel = CancelToken()
+    type(state.draft).advance = counted  # type: ignore[method-assign]
+    try:
+        result = engine.generate(request(prompt, "cold", method="draft", cancel=cancel))
+    finally:
+        type(state.draft).advance = real_advance  # type: ignore[method-assign]
+    assert result.stats.stop_reason == "cancelled" and result.stats.generated_tokens == 0
+    assert passes == [8, 16]  # chunk by chunk, stopped before the third
+    warm = engine.generate(request(prompt, "cold", method="draft"))
+    cold = engine.generate(request(prompt, None, method="draft"))
+    assert warm.token_ids == cold.token_ids
