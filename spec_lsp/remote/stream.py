@@ -19,8 +19,9 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -245,21 +246,24 @@ class RemoteBackend:
             if response.status_code >= 400:
                 detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
                 raise RemoteError(f"HTTP {response.status_code} from {path}: {detail}")
-            async for line in response.aiter_lines():
-                chunk = self._parse(line)
-                if chunk is None:
-                    continue
-                progress.stats.update(chunk.stats)
-                progress.stop_reason = chunk.stop_reason or progress.stop_reason
-                if chunk.text:
-                    progress.chunks += 1
-                    if progress.chunks == 1:  # the engine answers: the status says so now,
-                        self.health.ok()  # not when the stream ends (an early answer shows first)
-                    if _append(request, progress, chunk.text):
-                        return  # leaving the block closes the response and its connection
-                if chunk.done:
-                    progress.stop_reason = progress.stop_reason or "eos"
-                    return
+            # httpx's line iterator is an async generator: closed on return, not when collected.
+            lines = cast(AsyncGenerator[str, None], response.aiter_lines())
+            async with contextlib.aclosing(lines):
+                async for line in lines:
+                    chunk = self._parse(line)
+                    if chunk is None:
+                        continue
+                    progress.stats.update(chunk.stats)
+                    progress.stop_reason = chunk.stop_reason or progress.stop_reason
+                    if chunk.text:
+                        progress.chunks += 1
+                        if progress.chunks == 1:  # the engine answers: the status says so
+                            self.health.ok()  # now, not when the stream ends (an early answer)
+                        if _append(request, progress, chunk.text):
+                            return  # leaving the block closes the response and its connection
+                    if chunk.done:
+                        progress.stop_reason = progress.stop_reason or "eos"
+                        return
         raise RemoteError("the stream ended before its last chunk")
 
     def _parse(self, line: str) -> Chunk | None:
