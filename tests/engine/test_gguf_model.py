@@ -1,0 +1,86 @@
+"""A model built from a GGUF file's own blocks computes what transformers' de-quantized load of the
+same file computes: bitwise where the layers are de-quantized, within int8-activation rounding
+where the native kernels run the blocks; Llama's permuted q/k rows and tied outputs included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from spec_lsp.engine import gguf_model, native
+from tests.engine.gguf_files import VOCAB, write_tiny
+
+IDS = torch.tensor([[1, 5, 7, 9, 100, 200, 17, 3]])
+
+
+def _reference(path: Path) -> torch.Tensor:
+    from transformers import AutoModelForCausalLM
+
+    ref = AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    )
+    with torch.inference_mode():
+        return ref(input_ids=IDS).logits[0]
+
+
+@pytest.mark.parametrize(("arch", "tied"), [("qwen2", False), ("llama", False), ("llama", True)])
+def test_de_quantized_layers_equal_transformers_load_of_the_same_file(
+    tmp_path: Path, arch: str, tied: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_tiny(tmp_path / f"{arch}.gguf", arch, tied=tied)
+    monkeypatch.setattr(native, "available", lambda: False)
+    model = gguf_model.load_model(path, index_cache=tmp_path / "index.json")
+    assert model.config.vocab_size == VOCAB
+    assert model.config.tie_word_embeddings == tied
+    with torch.inference_mode():
+        logits = model(input_ids=IDS).logits[0]
+    assert torch.equal(logits, _reference(path))
+
+
+def test_native_kernels_run_every_block_type_of_the_file(tmp_path: Path) -> None:
+    if not native.available():
+        pytest.skip("native kernels not built on this machine")
+    from spec_lsp.engine import qblocks
+
+    path = write_tiny(tmp_path / "qwen2.gguf", "qwen2")
+    model = gguf_model.load_model(path)
+    kinds = {m.kind for m in model.modules() if isinstance(m, qblocks.BlockLinear)}
+    assert kinds == {"q4_k", "q6_k", "q5_0", "q8_0", "q4_1"}
+    assert not any(isinstance(m, torch.nn.Linear) for m in model.modules())
+    with torch.inference_mode():
+        logits = model(input_ids=IDS).logits[0]
+    ref = _reference(path)
+    # int8 activations per block of 32: close to the float product, the same greedy tokens.
+    assert (logits - ref).abs().max() < 0.05 * ref.abs().max()
+    assert torch.equal(logits.argmax(-1), ref.argmax(-1))
+
+
+def test_index_cache_is_used_for_the_same_file_and_rebuilt_for_a_changed_one(
+    tmp_path: Path,
+) -> None:
+    path = write_tiny(tmp_path / "m.gguf", "qwen2")
+    cache = tmp_path / "index.json"
+    first = gguf_model.read_index(path, cache)
+    assert cache.is_file()
+    cached = gguf_model.read_index(path, cache)
+    assert cached == first
+    write_tiny(path, "qwen2", seed=1, tied=True)  # another file at the same path
+    again = gguf_model.read_index(path, cache)
+    assert "output.weight" not in again.tensors
+    cache.write_text("{not json")
+    assert gguf_model.read_index(path, cache).tensors.keys() == again.tensors.keys()
+
+
+def test_a_file_of_another_architecture_is_refused_clearly(tmp_path: Path) -> None:
+    from gguf import GGUFWriter
+
+    path = tmp_path / "gpt2.gguf"
+    w = GGUFWriter(str(path), "gpt2")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(ValueError, match="architecture 'gpt2'"):
+        gguf_model.load_model(path)
