@@ -1,4 +1,4 @@
-"""`spec-lsp bench engine|server|syntax`: the argument parser for the benchmarks.
+"""`spec-lsp bench engine|server|syntax|remote|load|fim`: the argument parser for the benchmarks.
 
 Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
 when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
@@ -8,6 +8,9 @@ Benchmarks print a table and write JSON; they are never timed asserts.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from spec_lsp.config import Options
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_syntax(bsub)
     _register_remote(bsub)
     _register_load(bsub)
+    _register_fim(bsub)
 
 
 def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -163,6 +167,53 @@ def cmd_syntax(args: argparse.Namespace) -> int:
 
     try:
         return main(args.preset, args.device, args.max_new_tokens, args.prompts, args.json)
+    except (ModelLoadError, PresetError) as exc:
+        print(f"spec-lsp: {exc}")
+        return 1
+
+
+def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser(
+        "fim", help="fill-in-the-middle pass@1 on HumanEval infilling, the server's pipeline"
+    )
+    p.add_argument("--data", required=True, type=Path, help="problems, .jsonl or .jsonl.gz")
+    p.add_argument("--preset", help=f"model pair (default: the server's, {Options.preset})")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--limit", type=int, help="the first N problems (from --offset; default all)")
+    p.add_argument("--offset", type=int, default=0, help="problems skipped first")
+    p.add_argument("--max-tokens", type=int, default=Options.max_tokens)
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per problem's tests")
+    p.add_argument("--json", metavar="PATH", help="write the report with per-problem rows")
+    p.add_argument(
+        "--llama-server",
+        choices=("auto", "off"),
+        default="auto",
+        help="rows for llama-server's /infill (auto: when its binary and --gguf exist)",
+    )
+    p.add_argument("--gguf", type=Path, help="the GGUF llama-server serves (default: none)")
+    p.add_argument("--threads", type=int, help="torch and llama-server threads")
+    p.set_defaults(func=cmd_fim)
+
+
+def cmd_fim(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.fim import main
+    from spec_lsp.engine.loading import ModelLoadError
+    from spec_lsp.presets import PresetError
+
+    try:
+        return main(
+            args.data,
+            args.preset,
+            args.gguf,
+            args.json,
+            limit=args.limit,
+            offset=args.offset,
+            max_tokens=args.max_tokens,
+            timeout_s=args.timeout,
+            llama_server=args.llama_server,
+            threads=args.threads,
+            device=args.device,
+        )
     except (ModelLoadError, PresetError) as exc:
         print(f"spec-lsp: {exc}")
         return 1

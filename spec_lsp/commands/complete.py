@@ -2,7 +2,8 @@
 
 The file is opened in a `CompletionService` with a local inference worker, as an editor's document
 is in the server, so the suggestion is the server's (same prompt, stop callback and trim, and the
-server's default options unless flags change them).
+server's default options unless flags change them). `local_service` (the model loaded once, the
+service on it) is also what `bench fim` opens its many documents in.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spec_lsp.config import SPECULATION, Options
 
 if TYPE_CHECKING:  # imported when the command runs, so `spec-lsp --help` stays fast
-    from spec_lsp.completion import Suggestion
+    from spec_lsp.completion import CompletionService, Suggestion
     from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
     from spec_lsp.worker import ModelInfo, ProgressFn
 
@@ -75,17 +78,13 @@ class Recorder:
             self.backend.forget(doc_id)
 
 
-async def complete_file(
-    options: Options,
-    path: Path,
-    text: str,
-    row: int,
-    col: int,
-    recorder: Recorder,
-    progress: ProgressFn,
-) -> tuple[Suggestion | None, ModelInfo, str | None]:
-    """The suggestion at 0-based (row, col in characters) of `path`, whose content is `text`, the
-    model's info, and the load error (None when the model loaded)."""
+@asynccontextmanager
+async def local_service(
+    options: Options, recorder: Recorder, progress: ProgressFn
+) -> AsyncIterator[tuple[CompletionService | None, ModelInfo, str | None]]:
+    """A `CompletionService` on a local inference worker whose model is loaded once, as the
+    server's is, for the block: (the service, the model's info, None), or (None, the info, the
+    load error) when the model did not load. The worker stops when the block ends."""
     from spec_lsp.completion import CompletionService
     from spec_lsp.worker import InferenceWorker, engine_loader
 
@@ -102,15 +101,33 @@ async def complete_file(
     await loaded
     try:
         if worker.state != "ready":
-            return None, worker.info, worker.error
+            yield None, worker.info, worker.error
+            return
         service = CompletionService(worker, options)
         service.model_ready()
+        yield service, worker.info, None
+    finally:
+        worker.stop()
+
+
+async def complete_file(
+    options: Options,
+    path: Path,
+    text: str,
+    row: int,
+    col: int,
+    recorder: Recorder,
+    progress: ProgressFn,
+) -> tuple[Suggestion | None, ModelInfo, str | None]:
+    """The suggestion at 0-based (row, col in characters) of `path`, whose content is `text`, the
+    model's info, and the load error (None when the model loaded)."""
+    async with local_service(options, recorder, progress) as (service, info, error):
+        if service is None:
+            return None, info, error
         uri = path.resolve().as_uri()
         # The language comes from the file name.
         service.did_open(uri, path.name, 1, text)
-        return await service.complete(uri, row, col, "utf-32"), worker.info, None
-    finally:
-        worker.stop()
+        return await service.complete(uri, row, col, "utf-32"), info, None
 
 
 def _say(message: str, _fraction: float) -> None:
