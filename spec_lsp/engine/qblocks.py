@@ -1,9 +1,10 @@
 """Linear layers whose weights are GGUF blocks, run by the native kernels (`native`).
 
 `BlockLinear` holds a matrix [N, K] as Q4_1 blocks (32 weights: fp16 scale `d`, fp16 minimum `m`,
-16 bytes of 4-bit codes, weight `d q + m`) or Q8_0 blocks (fp16 scale, 32 int8 codes): a bundled
-model's layers are the GGUF file's own blocks, taken as they are. A layer of another source is
-quantized the way llama.cpp quantizes (per block of 32: min/max for Q4_1, max |w| / 127 for Q8_0).
+16 bytes of 4-bit codes, weight `d q + m`) or Q8_0 blocks (fp16 scale, 32 int8 codes), or as the
+file's Q5_0, Q4_K or Q6_K blocks (`kblocks`, `KIND_OF_GGML`): a GGUF model's layers are the
+file's own blocks, taken as they are. A layer of another source is quantized the way llama.cpp
+quantizes (per block of 32: min/max for Q4_1, max |w| / 127 for Q8_0).
 
 The blocks are kept interleaved by groups of 8 output rows (`pack`; `raw` gives back the file's
 row layout): per group and block, the 8 rows' scales side by side, then their codes 4 by 4, so the
@@ -24,13 +25,35 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from spec_lsp.engine import native
+from spec_lsp.engine import kblocks, native
 from spec_lsp.engine.gguf import BLOCK, Q4Blocks, Q8Blocks
 
-KINDS = {"q4_1": 20, "q8_0": 34}  # bytes per block of 32 weights
+KINDS = {"q4_1": 20, "q8_0": 34}  # bytes per block of 32 weights (q4.cpp's kinds)
 GROUP = 8  # output rows interleaved together (the kernel's vector lanes)
-PACKED = {"q4_1": 160, "q8_0": 272}  # bytes per group and block: GROUP blocks
+PACKED = {"q4_1": 160, "q8_0": 272} | {k: v[2] for k, v in kblocks.SPECS.items()}  # bytes per
+# group and block: GROUP blocks
+# kind -> (weights per block, bytes per block in the file)
+BLOCKS = {"q4_1": (32, 20), "q8_0": (32, 34)} | {k: v[:2] for k, v in kblocks.SPECS.items()}
+KIND_OF_GGML = {"Q4_1": "q4_1", "Q8_0": "q8_0", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0"}
 PREFILL_ROWS = 32  # = quant.PREFILL_ROWS (quant imports this module): torch's formats' threshold
+PACK_ROWS = 8192  # rows packed at a time (bounds the temporaries of a 151936-row output layer)
+
+
+def block_weights(kind: str) -> int:
+    """Weights per block of `kind` (32, or 256 for the K-quants): K must be a multiple of it."""
+    return BLOCKS[kind][0]
+
+
+def dequantize_rows(raw: torch.Tensor, kind: str, in_features: int) -> torch.Tensor:
+    """A few rows of the file's blocks [n, bytes] -> float32 [n, K] (an embedding lookup): the
+    native kernels' de-quantization where they run, else gguf-py's (the same numbers)."""
+    if native.available():
+        return BlockLinear(raw, in_features, kind).dequantized()
+    from gguf import GGMLQuantizationType, quants
+
+    name = next(g for g, k in KIND_OF_GGML.items() if k == kind)
+    out = quants.dequantize(raw.numpy(), GGMLQuantizationType[name])
+    return torch.from_numpy(out).reshape(raw.shape[0], in_features)
 
 
 def _f16_bytes(values: torch.Tensor) -> torch.Tensor:
@@ -42,10 +65,30 @@ def _f16_bytes(values: torch.Tensor) -> torch.Tensor:
 
 
 def pack(raw: torch.Tensor, kind: str) -> torch.Tensor:
+    """The file's rows of blocks of `kind` -> packed by groups of 8 rows ([ceil(N / 8), K / B,
+    PACKED[kind]]), PACK_ROWS rows at a time."""
+    parts = [_pack_one(raw[i : i + PACK_ROWS], kind) for i in range(0, raw.shape[0], PACK_ROWS)]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def unpack(packed: torch.Tensor, n: int, kind: str) -> torch.Tensor:
+    """`pack`'s inverse: the first `n` rows of the file's blocks [n, K / B * BLOCKS[kind][1]]."""
+    step = PACK_ROWS // GROUP
+    parts = [
+        _unpack_one(packed[g : g + step], min(n - g * GROUP, PACK_ROWS), kind)
+        for g in range(0, packed.shape[0], step)
+    ]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def _pack_one(raw: torch.Tensor, kind: str) -> torch.Tensor:
     """Rows of GGUF blocks [N, K / 32 * KINDS[kind]] -> [ceil(N / 8), K / 32, PACKED[kind]]: per
     group of 8 rows (the last one padded with zero blocks) and block, the 8 fp16 scales (Q4_1: then
     the 8 fp16 minimums), then 32-byte vectors of 4 consecutive codes of each row (Q4_1: codes
-    4k .. 4k + 3 in the low nibbles of vector k, 4k + 16 .. 4k + 19 in the high ones, k < 4)."""
+    4k .. 4k + 3 in the low nibbles of vector k, 4k + 16 .. 4k + 19 in the high ones, k < 4).
+    Other kinds: `kblocks.pack`."""
+    if kind in kblocks.SPECS:
+        return kblocks.pack(raw, kind)
     n, kb = raw.shape[0], KINDS[kind]
     g = raw.shape[1] // kb
     groups = -(-n // GROUP)
@@ -66,8 +109,10 @@ def pack(raw: torch.Tensor, kind: str) -> torch.Tensor:
     return torch.cat([*scales, steps.reshape(groups, g, -1)], dim=-1).contiguous()
 
 
-def unpack(packed: torch.Tensor, n: int, kind: str) -> torch.Tensor:
-    """`pack`'s inverse: the first `n` rows of GGUF blocks [n, K / 32 * KINDS[kind]]."""
+def _unpack_one(packed: torch.Tensor, n: int, kind: str) -> torch.Tensor:
+    """`_pack_one`'s inverse: the first `n` rows of GGUF blocks [n, K / 32 * KINDS[kind]]."""
+    if kind in kblocks.SPECS:
+        return kblocks.unpack(packed, n, kind)
     groups, g, _ = packed.shape
     parts = [packed[..., 0:16].reshape(groups, g, GROUP, 2)]
     if kind == "q8_0":
@@ -84,17 +129,18 @@ def unpack(packed: torch.Tensor, n: int, kind: str) -> torch.Tensor:
 
 
 class BlockLinear(nn.Module):
-    """y = x W^T + b with W [N, K] as GGUF blocks (`kind`: q4_1 or q8_0), packed by 8 rows."""
+    """y = x W^T + b with W [N, K] as GGUF blocks (`kind`: one of BLOCKS), packed by 8 rows."""
 
-    packed: torch.Tensor  # [ceil(N / 8), K / 32, PACKED[kind]] uint8
+    packed: torch.Tensor  # [ceil(N / 8), K / B, PACKED[kind]] uint8
     bias: torch.Tensor | None
 
     def __init__(self, blocks: torch.Tensor, in_features: int, kind: str) -> None:
-        """`blocks`: rows of GGUF blocks [N, K / 32 * KINDS[kind]] (the file's layout)."""
+        """`blocks`: rows of GGUF blocks [N, K / B * bytes] (the file's layout, `BLOCKS[kind]`)."""
         super().__init__()
-        if kind not in KINDS or in_features % BLOCK:
+        if kind not in BLOCKS or in_features % BLOCKS[kind][0]:
             raise ValueError(f"BlockLinear: kind {kind!r}, in_features {in_features}")
-        if blocks.dtype != torch.uint8 or blocks.shape[1] != in_features // BLOCK * KINDS[kind]:
+        weights, size = BLOCKS[kind]
+        if blocks.dtype != torch.uint8 or blocks.shape[1] != in_features // weights * size:
             raise ValueError(f"BlockLinear: {tuple(blocks.shape)} is not rows of {kind} blocks")
         self.kind, self.in_features, self.out_features = kind, in_features, blocks.shape[0]
         self.register_buffer("packed", pack(blocks, kind))
@@ -156,16 +202,23 @@ class BlockLinear(nn.Module):
 
     # -- products -----------------------------------------------------------------------------
     def raw(self) -> torch.Tensor:
-        """The blocks as rows in the GGUF file's layout [N, K / 32 * KINDS[kind]] (a copy)."""
+        """The blocks as rows in the GGUF file's layout [N, K / B * bytes] (a copy)."""
         return unpack(self.packed, self.out_features, self.kind)
 
     def dequantized(self) -> torch.Tensor:
         """[N, K] float32, the weights the blocks hold."""
+        if self.kind in kblocks.SPECS:
+            kind = kblocks.KIND_ID[self.kind]
+            return torch.ops.spec_lsp.kq_dequant(
+                self.packed, self.out_features, self.in_features, kind
+            )
         op = torch.ops.spec_lsp.q4_dequant if self.kind == "q4_1" else torch.ops.spec_lsp.q8_dequant
         return op(self.packed, self.out_features, self.in_features)
 
     def codes(self) -> torch.Tensor:
-        """[N, K] codes (uint8 0..15 for q4_1, int8 for q8_0)."""
+        """[N, K] codes (uint8 0..15 for q4_1, int8 for q8_0; others: `kblocks.codes`)."""
+        if self.kind in kblocks.SPECS:
+            return kblocks.codes(self.raw(), self.kind)
         n, g = self.out_features, self.in_features // BLOCK
         raw = self.raw().view(n, g, KINDS[self.kind])
         if self.kind == "q8_0":
@@ -175,6 +228,10 @@ class BlockLinear(nn.Module):
 
     def product(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """x [M, K] -> x W^T [M, N] through the integer kernel (no bias)."""
+        if self.kind in kblocks.SPECS:
+            kq, kind = torch.ops.spec_lsp.kq_mm, kblocks.KIND_ID[self.kind]
+            packed_k, n_k = self.packed, self.out_features
+            return lambda x: kq(x, packed_k, n_k, kind)
         op = torch.ops.spec_lsp.q4_mm if self.kind == "q4_1" else torch.ops.spec_lsp.q8_mm
         packed, n = self.packed, self.out_features
         return lambda x: op(x, packed, n)

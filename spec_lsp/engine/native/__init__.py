@@ -39,17 +39,35 @@ import torch
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("q4.cpp")
+SOURCES = (Path(__file__).with_name("q4.cpp"), Path(__file__).with_name("kquants.cpp"))
 NAME = "spec_lsp_kernels"
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo; empty where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
 
 
 def _flags() -> list[str]:
     """The compiler's flags: AVX2 where torch finds it (`SPEC_LSP_KERNELS=plain`: never, the plain
-    C++ of a machine without it, to test that path anywhere)."""
+    C++ of a machine without it, to test that path anywhere), and the VNNI dot products where the
+    CPU has them (AVX-VNNI, or AVX512-VNNI with AVX512VL; `SPEC_LSP_KERNELS=avx2`: not)."""
     flags = ["-O3", "-std=c++17", "-fopenmp", "-ffp-contract=off"]
-    plain = os.environ.get("SPEC_LSP_KERNELS") == "plain"
-    if not plain and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+    mode = os.environ.get("SPEC_LSP_KERNELS")
+    if mode != "plain" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
         flags += ["-mavx2", "-mfma", "-mf16c"]
+        cpu = _cpu_flags() if mode != "avx2" else set()
+        if "avx_vnni" in cpu:
+            flags.append("-mavxvnni")
+        elif {"avx512_vnni", "avx512vl"} <= cpu:
+            flags += ["-mavx512vnni", "-mavx512vl"]
     return flags
 
 
@@ -58,7 +76,9 @@ def build_dir() -> Path:
 
     flags = _flags()
     key = hashlib.sha256(
-        SOURCE.read_bytes() + " ".join(flags).encode() + torch.__version__.encode()
+        b"".join(source.read_bytes() for source in SOURCES)
+        + " ".join(flags).encode()
+        + torch.__version__.encode()
     ).hexdigest()[:16]
     return cache_dir() / "kernels" / f"{platform.machine()}-{key}"
 
@@ -82,7 +102,7 @@ def available() -> bool:
 
 
 def compile_to(library: Path) -> None:
-    """Compiles `q4.cpp` against this torch into `library` (written whole or not at all)."""
+    """Compiles the sources against this torch into `library` (written whole or not at all)."""
     from torch.utils import cpp_extension
 
     library.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +115,7 @@ def compile_to(library: Path) -> None:
         "-fPIC",
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         *(f"-I{path}" for path in cpp_extension.include_paths()),
-        str(SOURCE),
+        *(str(source) for source in SOURCES),
         "-o",
         str(tmp),
         *(f"-L{path}" for path in cpp_extension.library_paths()),
@@ -120,3 +140,10 @@ def compiled() -> bool:
 def simd() -> bool:
     """Whether the kernels run their AVX2 path (else plain C++)."""
     return available() and bool(torch.ops.spec_lsp.simd())
+
+
+def isa() -> str:
+    """The K-quant kernels' path: "plain", "avx2" or "avx2+vnni" ("" when not available)."""
+    if not available():
+        return ""
+    return ("plain", "avx2", "avx2+vnni")[int(torch.ops.spec_lsp.kq_isa())]

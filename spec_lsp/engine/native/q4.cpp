@@ -60,6 +60,11 @@ inline float f16_to_f32(const uint8_t* p) {
 #endif
 }
 
+}  // namespace
+
+// Shared with kquants.cpp (one activation format for every kind of block).
+namespace spec_lsp_native {
+
 // One row's activations per block: codes q = round(x / d), d = max|x| / 127, s = d * sum(q).
 struct QRow {
   int8_t* q;
@@ -84,6 +89,13 @@ void quantize_row(const float* x, int64_t blocks, QRow out) {
     out.s[b] = d * (float)sum;
   }
 }
+
+}  // namespace spec_lsp_native
+
+namespace {
+
+using spec_lsp_native::QRow;
+using spec_lsp_native::quantize_row;
 
 // Weights are stored interleaved by groups of 8 output rows (`qblocks.pack`): per group and block
 // of 32 inputs, the 8 rows' fp16 scales side by side (and, Q4_1, their fp16 minimums), then their

@@ -1,0 +1,431 @@
+// spec-lsp's CPU products over the GGUF blocks Q4_K, Q6_K and Q5_0, packed by 8 output rows
+// (`kblocks.pack`), with the activations quantized per block of 32 to int8 as for Q4_1 / Q8_0
+// (`quantize_row`, q4.cpp): one activation format for every kind.
+//
+//   kq_mm(x [M, K] f32, w [ceil(N/8), K/B, P] u8, N, kind) -> [M, N]
+//   kq_dequant(w, N, K, kind) -> [N, K] f32 (gguf-py's float32 operations, in its order)
+//   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products
+//
+// kind 0 = Q5_0 (B 32, P 176), 1 = Q4_K (B 256, P 1184), 2 = Q6_K (B 256, P 1680).
+//
+// Per (activation row r, output row n), blocks of 32 inputs in order (j), every product is exact
+// integer arithmetic, then one float chain:
+//   Q5_0:  acc = fma(d_w * d_x[j], float(sum (q - 16) a), acc)                        y = acc
+//   Q4_K:  acc = fma(d_w * d_x[j], float(sc_j sum q a), acc)
+//          mn  = fma(dmin_w * float(m_j), s_x[j], mn)                                 y = acc - mn
+//   Q6_K:  acc = fma(d_w * d_x[j], float(sc_2j sum_lo (q - 32) a + sc_2j+1 sum_hi (q - 32) a), acc)
+// (the Q6_K integer is below 2^24: exact as a float). The AVX2, VNNI and plain paths compute the
+// same integers and the same float operations: their results are bitwise equal, and a row's
+// numbers do not depend on M, the tile it falls in, or the thread.
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/Half.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define KQ_AVX2 1
+#if defined(__AVXVNNI__)
+#define KQ_VNNI 1
+#define KQ_DPBUSD _mm256_dpbusd_avx_epi32
+#elif defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define KQ_VNNI 1
+#define KQ_DPBUSD _mm256_dpbusd_epi32
+#endif
+#endif
+
+namespace spec_lsp_native {
+struct QRow {
+  int8_t* q;
+  float* d;
+  float* s;
+};
+void quantize_row(const float* x, int64_t blocks, QRow out);  // q4.cpp
+}  // namespace spec_lsp_native
+
+namespace {
+
+constexpr int64_t QK = 32, GROUP = 8;
+constexpr int64_t WEIGHTS[3] = {32, 256, 256};    // weights per block, per kind
+constexpr int64_t PACKED[3] = {176, 1184, 1680};  // bytes per group of 8 rows and block
+// Offsets in a packed (group, block): see kblocks.py for the layouts.
+constexpr int64_t Q5_NIB = 16, Q5_HIGH = 144;
+constexpr int64_t Q4K_DMIN = 16, Q4K_SC = 32, Q4K_M = 96, Q4K_CODES = 160;
+constexpr int64_t Q6K_SC = 16, Q6K_LOW = 144, Q6K_HIGH = 1168;
+
+inline float f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
+}
+
+// The activations of all rows: codes [M, K], scales d and d * sum(codes) [M, K / 32].
+struct Act {
+  const int8_t* q;
+  const float* d;
+  const float* s;
+  int64_t blocks;  // K / 32
+};
+
+#ifdef KQ_AVX2
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
+inline __m256i bytes_u32(const uint8_t* p) {  // 8 bytes -> 8 int32 lanes (unsigned)
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
+}
+inline __m256i bytes_i32(const uint8_t* p) {  // 8 bytes -> 8 int32 lanes (signed)
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p));
+}
+// Bits `from` .. of every byte moved to bit `to` (16-bit shifts: the caller masks the bits that
+// cross from the neighbouring byte, which never reach the kept ones for these distances).
+template <int FROM, int TO>
+inline __m256i move_bits(__m256i v) {
+  if constexpr (FROM < TO) return _mm256_slli_epi16(v, TO - FROM);
+  else if constexpr (FROM > TO) return _mm256_srli_epi16(v, FROM - TO);
+  else return v;
+}
+
+// sum over k < S of w[k] . a[4k .. 4k + 3] per 32-bit lane: unsigned codes w (<= 15 for the
+// 16-bit sums of the AVX2 path), returned as int32 lanes times `sc` (per lane).
+template <int S>
+inline __m256i dot_unsigned(const __m256i* w, const int8_t* qa, __m256i sc32) {
+#ifdef KQ_VNNI
+  __m256i acc = _mm256_setzero_si256();
+  for (int k = 0; k < S; ++k) acc = KQ_DPBUSD(acc, w[k], bcast4(qa + 4 * k));
+  return _mm256_mullo_epi32(acc, sc32);
+#else
+  __m256i s16 = _mm256_maddubs_epi16(w[0], bcast4(qa));
+  for (int k = 1; k < S; ++k)
+    s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[k], bcast4(qa + 4 * k)));
+  // both 16-bit halves of a lane hold the lane's scale: the pair sum times it
+  return _mm256_madd_epi16(s16, _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)));
+#endif
+}
+
+// The same for signed codes w (|w| <= 32, wabs = |w|, S <= 4 steps; or |w| <= 16, 8 steps).
+template <int S>
+inline __m256i dot_signed(const __m256i* w, const __m256i* wabs, const int8_t* qa, __m256i sc32) {
+#ifdef KQ_VNNI
+  __m256i acc = _mm256_setzero_si256();
+  for (int k = 0; k < S; ++k)
+    acc = KQ_DPBUSD(acc, wabs[k], _mm256_sign_epi8(bcast4(qa + 4 * k), w[k]));
+  return _mm256_mullo_epi32(acc, sc32);
+#else
+  __m256i s16 = _mm256_maddubs_epi16(wabs[0], _mm256_sign_epi8(bcast4(qa), w[0]));
+  for (int k = 1; k < S; ++k)
+    s16 = _mm256_add_epi16(
+        s16, _mm256_maddubs_epi16(wabs[k], _mm256_sign_epi8(bcast4(qa + 4 * k), w[k])));
+  return _mm256_madd_epi16(s16, _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)));
+#endif
+}
+
+inline void store_lanes(__m256 v, float* out, int64_t n0, int64_t N) {
+  if (n0 + GROUP <= N) {
+    _mm256_storeu_ps(out, v);
+  } else {
+    float tmp[GROUP];
+    _mm256_storeu_ps(tmp, v);
+    for (int64_t j = 0; j < N - n0; ++j) out[j] = tmp[j];
+  }
+}
+
+template <int R>
+void q5_0_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
+               int64_t n0, int64_t N) {
+  const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  const __m256i sixteen = _mm256_set1_epi8(16), one = _mm256_set1_epi32(1);
+  __m256 acc[R];
+  for (int t = 0; t < R; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = wg + b * PACKED[0];
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
+    const __m256i hv = load(blk + Q5_HIGH);
+    __m256i nib[8], w[8], wabs[8];
+    for (int q = 0; q < 4; ++q) {
+      const __m256i raw = load(blk + Q5_NIB + 32 * q);
+      nib[q] = _mm256_and_si256(raw, low);
+      nib[q + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    }
+    w[0] = _mm256_and_si256(move_bits<0, 4>(hv), bit4);
+    w[1] = _mm256_and_si256(move_bits<1, 4>(hv), bit4);
+    w[2] = _mm256_and_si256(move_bits<2, 4>(hv), bit4);
+    w[3] = _mm256_and_si256(move_bits<3, 4>(hv), bit4);
+    w[4] = _mm256_and_si256(move_bits<4, 4>(hv), bit4);
+    w[5] = _mm256_and_si256(move_bits<5, 4>(hv), bit4);
+    w[6] = _mm256_and_si256(move_bits<6, 4>(hv), bit4);
+    w[7] = _mm256_and_si256(move_bits<7, 4>(hv), bit4);
+    for (int k = 0; k < 8; ++k) {
+      w[k] = _mm256_sub_epi8(_mm256_or_si256(nib[k], w[k]), sixteen);
+      wabs[k] = _mm256_abs_epi8(w[k]);
+    }
+    for (int t = 0; t < R; ++t) {
+      const int64_t i = (r0 + t) * a.blocks + b;
+      const __m256i isum = dot_signed<8>(w, wabs, a.q + i * QK, one);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])),
+                               _mm256_cvtepi32_ps(isum), acc[t]);
+    }
+  }
+  for (int t = 0; t < R; ++t) store_lanes(acc[t], y + (r0 + t) * ldy + n0, n0, N);
+}
+
+template <int R>
+void q4_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
+               int64_t n0, int64_t N) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256 acc[R], mn[R];
+  for (int t = 0; t < R; ++t) { acc[t] = _mm256_setzero_ps(); mn[t] = _mm256_setzero_ps(); }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = wg + b * PACKED[1];
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(blk + Q4K_DMIN)));
+    for (int c = 0; c < 4; ++c) {
+      __m256i raw[8], w[8];
+      for (int k = 0; k < 8; ++k) raw[k] = load(blk + Q4K_CODES + 256 * c + 32 * k);
+      for (int half = 0; half < 2; ++half) {
+        const int j = 2 * c + half;
+        for (int k = 0; k < 8; ++k)
+          w[k] = _mm256_and_si256(half ? _mm256_srli_epi16(raw[k], 4) : raw[k], low);
+        const __m256i sc = bytes_u32(blk + Q4K_SC + 8 * j);
+        const __m256 dm = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(bytes_u32(blk + Q4K_M + 8 * j)));
+        for (int t = 0; t < R; ++t) {
+          const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
+          const __m256i p = dot_unsigned<8>(w, a.q + i * QK, sc);
+          acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])),
+                                   _mm256_cvtepi32_ps(p), acc[t]);
+          mn[t] = _mm256_fmadd_ps(dm, _mm256_set1_ps(a.s[i]), mn[t]);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < R; ++t)
+    store_lanes(_mm256_sub_ps(acc[t], mn[t]), y + (r0 + t) * ldy + n0, n0, N);
+}
+
+// Activation block j = 4s + T of a Q6_K super-block: low nibbles lv (of chunk j / 2), 2-bit high
+// parts at bits 2T of hv.
+template <int R, int T>
+inline void q6_k_block(const uint8_t* blk, int64_t b, const __m256i* lv, const __m256i* hv,
+                       int half, int j, __m256 dw, Act a, int64_t r0, __m256* acc) {
+  const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
+  const __m256i k32 = _mm256_set1_epi8(32);
+  __m256i w[8], wabs[8];
+  for (int k = 0; k < 8; ++k) {
+    const __m256i lo = _mm256_and_si256(half ? _mm256_srli_epi16(lv[k], 4) : lv[k], low);
+    const __m256i hi = _mm256_and_si256(move_bits<2 * T, 4>(hv[k]), two);
+    w[k] = _mm256_sub_epi8(_mm256_or_si256(lo, hi), k32);
+    wabs[k] = _mm256_abs_epi8(w[k]);
+  }
+  const __m256i sa = bytes_i32(blk + Q6K_SC + 8 * (2 * j));
+  const __m256i sb = bytes_i32(blk + Q6K_SC + 8 * (2 * j + 1));
+  // the AVX2 path's 16-bit halves of a lane take the scale's low 16 bits (sign included)
+  const __m256i mask = _mm256_set1_epi32(0xFFFF);
+#ifdef KQ_VNNI
+  const __m256i scA = sa, scB = sb;
+#else
+  const __m256i scA = _mm256_and_si256(sa, mask), scB = _mm256_and_si256(sb, mask);
+#endif
+  (void)mask;
+  for (int t = 0; t < R; ++t) {
+    const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
+    const int8_t* qa = a.q + i * QK;
+    const __m256i p = _mm256_add_epi32(dot_signed<4>(w, wabs, qa, scA),
+                                       dot_signed<4>(w + 4, wabs + 4, qa + 16, scB));
+    acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])), _mm256_cvtepi32_ps(p),
+                             acc[t]);
+  }
+}
+
+template <int R>
+void q6_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
+               int64_t n0, int64_t N) {
+  __m256 acc[R];
+  for (int t = 0; t < R; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = wg + b * PACKED[2];
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
+    for (int s = 0; s < 2; ++s) {
+      __m256i hv[8], lv[8];
+      for (int k = 0; k < 8; ++k) hv[k] = load(blk + Q6K_HIGH + 256 * s + 32 * k);
+      for (int k = 0; k < 8; ++k) lv[k] = load(blk + Q6K_LOW + 256 * (2 * s) + 32 * k);
+      q6_k_block<R, 0>(blk, b, lv, hv, 0, 4 * s, dw, a, r0, acc);
+      q6_k_block<R, 1>(blk, b, lv, hv, 1, 4 * s + 1, dw, a, r0, acc);
+      for (int k = 0; k < 8; ++k) lv[k] = load(blk + Q6K_LOW + 256 * (2 * s + 1) + 32 * k);
+      q6_k_block<R, 2>(blk, b, lv, hv, 0, 4 * s + 2, dw, a, r0, acc);
+      q6_k_block<R, 3>(blk, b, lv, hv, 1, 4 * s + 3, dw, a, r0, acc);
+    }
+  }
+  for (int t = 0; t < R; ++t) store_lanes(acc[t], y + (r0 + t) * ldy + n0, n0, N);
+}
+
+template <int R>
+void tile(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
+          int64_t n0, int64_t N) {
+  if (kind == 0) q5_0_tile<R>(wg, nb, a, r0, y, ldy, n0, N);
+  else if (kind == 1) q4_k_tile<R>(wg, nb, a, r0, y, ldy, n0, N);
+  else q6_k_tile<R>(wg, nb, a, r0, y, ldy, n0, N);
+}
+
+void group_rows(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t M, float* y, int64_t ldy,
+                int64_t n0, int64_t N) {
+  int64_t r0 = 0;
+  for (; r0 + 4 <= M; r0 += 4) tile<4>(kind, wg, nb, a, r0, y, ldy, n0, N);
+  switch (M - r0) {
+    case 3: tile<3>(kind, wg, nb, a, r0, y, ldy, n0, N); break;
+    case 2: tile<2>(kind, wg, nb, a, r0, y, ldy, n0, N); break;
+    case 1: tile<1>(kind, wg, nb, a, r0, y, ldy, n0, N); break;
+    default: break;
+  }
+}
+#endif
+
+// -- plain C++: the codes of a packed (group, block), the same mathematics lane by lane -------
+
+// Code x (0 .. 31) of activation block j of row l, as the signed weight code (Q4_K: 0 .. 15).
+inline int code(int kind, const uint8_t* blk, int l, int j, int x) {
+  const int at = 32 * (x / 4) + 4 * l + (x & 3);
+  if (kind == 0) {
+    const int nib = (blk[Q5_NIB + 32 * ((x / 4) & 3) + 4 * l + (x & 3)] >> (4 * (x / 16))) & 15;
+    const int hb = (blk[Q5_HIGH + 4 * l + (x & 3)] >> (x / 4)) & 1;
+    return (nib | hb << 4) - 16;
+  }
+  if (kind == 1) return (blk[Q4K_CODES + 256 * (j / 2) + at] >> (4 * (j & 1))) & 15;
+  const int lo = (blk[Q6K_LOW + 256 * (j / 2) + at] >> (4 * (j & 1))) & 15;
+  const int hi = (blk[Q6K_HIGH + 256 * (j / 4) + at] >> (2 * (j & 3))) & 3;
+  return (lo | hi << 4) - 32;
+}
+
+void group_rows_plain(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t M, float* y,
+                      int64_t ldy, int64_t n0, int64_t N) {
+  const int64_t per = WEIGHTS[kind] / QK;  // activation blocks per block
+  for (int64_t r = 0; r < M; ++r) {
+    float acc[GROUP] = {}, mn[GROUP] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = wg + b * PACKED[kind];
+      for (int j = 0; j < per; ++j) {
+        const int64_t i = r * a.blocks + per * b + j;
+        const int8_t* qa = a.q + i * QK;
+        for (int l = 0; l < GROUP; ++l) {
+          int32_t sums[2] = {0, 0};
+          for (int x = 0; x < QK; ++x) sums[x / 16] += code(kind, blk, l, j, x) * qa[x];
+          int32_t p = sums[0] + sums[1];
+          if (kind == 1) p *= blk[Q4K_SC + 8 * j + l];
+          if (kind == 2)
+            p = (int8_t)blk[Q6K_SC + 8 * (2 * j) + l] * sums[0] +
+                (int8_t)blk[Q6K_SC + 8 * (2 * j + 1) + l] * sums[1];
+          acc[l] = std::fma(f16(blk + 2 * l) * a.d[i], (float)p, acc[l]);
+          if (kind == 1) {
+            const float dm = f16(blk + Q4K_DMIN + 2 * l) * (float)blk[Q4K_M + 8 * j + l];
+            mn[l] = std::fma(dm, a.s[i], mn[l]);
+          }
+        }
+      }
+    }
+    for (int64_t l = 0; l < GROUP && n0 + l < N; ++l)
+      y[r * ldy + n0 + l] = kind == 1 ? acc[l] - mn[l] : acc[l];
+  }
+}
+
+void check_packed(const at::Tensor& w, int64_t N, int64_t K, int64_t kind, const char* what) {
+  TORCH_CHECK(kind >= 0 && kind < 3, what, ": kind 0 (Q5_0), 1 (Q4_K) or 2 (Q6_K)");
+  TORCH_CHECK(w.dim() == 3 && w.scalar_type() == at::kByte && w.is_contiguous() &&
+                  w.device().is_cpu(),
+              what, ": w must be contiguous uint8 [groups, blocks, bytes] on the CPU");
+  const int64_t groups = w.size(0);
+  TORCH_CHECK(K % WEIGHTS[kind] == 0 && w.size(1) == K / WEIGHTS[kind] &&
+                  w.size(2) == PACKED[kind],
+              what, ": w does not hold the packed blocks of K inputs");
+  TORCH_CHECK(N > (groups - 1) * GROUP && N <= groups * GROUP, what, ": N does not fit the groups");
+}
+
+at::Tensor kq_mm(const at::Tensor& x_in, const at::Tensor& w, int64_t N, int64_t kind) {
+  TORCH_CHECK(x_in.dim() == 2, "kq_mm: x [M, K]");
+  const at::Tensor x = x_in.to(at::kFloat).contiguous();
+  const int64_t M = x.size(0), K = x.size(1), G = K / QK;
+  check_packed(w, N, K, kind, "kq_mm");
+  at::Tensor y = at::empty({M, N}, x.options());
+  at::Tensor xq = at::empty({M, K}, x.options().dtype(at::kChar));
+  at::Tensor xd = at::empty({M, G}, x.options());
+  at::Tensor xs = at::empty({M, G}, x.options());
+  const float* xp = x.data_ptr<float>();
+  int8_t* qp = xq.data_ptr<int8_t>();
+  float *dp = xd.data_ptr<float>(), *sp = xs.data_ptr<float>();
+  for (int64_t r = 0; r < M; ++r)
+    spec_lsp_native::quantize_row(xp + r * K, G,
+                                  spec_lsp_native::QRow{qp + r * K, dp + r * G, sp + r * G});
+  const Act a{qp, dp, sp, G};
+  const int64_t nb = K / WEIGHTS[kind], gb = nb * PACKED[kind];
+  const uint8_t* wp = w.data_ptr<uint8_t>();
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, w.size(0), 2, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+#ifdef KQ_AVX2
+      group_rows((int)kind, wp + g * gb, nb, a, M, yp, N, g * GROUP, N);
+#else
+      group_rows_plain((int)kind, wp + g * gb, nb, a, M, yp, N, g * GROUP, N);
+#endif
+    }
+  });
+  return y;
+}
+
+// gguf-py's dequantization, in float32 and its order: Q5_0 d (q - 16); Q4_K (d sc) q - dmin m;
+// Q6_K (d sc) (q - 32).
+at::Tensor kq_dequant(const at::Tensor& w, int64_t N, int64_t K, int64_t kind) {
+  check_packed(w, N, K, kind, "kq_dequant");
+  at::Tensor out = at::empty({N, K}, w.options().dtype(at::kFloat));
+  const int64_t nb = K / WEIGHTS[kind], per = WEIGHTS[kind] / QK;
+  const uint8_t* wp = w.data_ptr<uint8_t>();
+  float* op = out.data_ptr<float>();
+  at::parallel_for(0, w.size(0), 4, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = wp + (g * nb + b) * PACKED[kind];
+        for (int l = 0; l < GROUP && g * GROUP + l < N; ++l) {
+          const float d = f16(blk + 2 * l);
+          for (int j = 0; j < per; ++j) {
+            float* o = op + (g * GROUP + l) * K + b * WEIGHTS[kind] + QK * j;
+            for (int x = 0; x < QK; ++x) {
+              const float q = (float)code((int)kind, blk, l, j, x);
+              if (kind == 0) {
+                o[x] = d * q;
+              } else if (kind == 1) {
+                const float ds = d * (float)blk[Q4K_SC + 8 * j + l];
+                const float dm = f16(blk + Q4K_DMIN + 2 * l) * (float)blk[Q4K_M + 8 * j + l];
+                o[x] = ds * q - dm;
+              } else {
+                o[x] = (d * (float)(int8_t)blk[Q6K_SC + 8 * (2 * j + x / 16) + l]) * q;
+              }
+            }
+          }
+        }
+      }
+  });
+  return out;
+}
+
+int64_t kq_isa() {
+#if defined(KQ_VNNI)
+  return 2;
+#elif defined(KQ_AVX2)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(spec_lsp, m) {
+  m.def("kq_mm(Tensor x, Tensor w, int N, int kind) -> Tensor", &kq_mm);
+  m.def("kq_dequant(Tensor w, int N, int K, int kind) -> Tensor", &kq_dequant);
+  m.def("kq_isa() -> int", &kq_isa);
+}
