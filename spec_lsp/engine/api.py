@@ -72,6 +72,10 @@ class GenerationStats:
     proposed_tokens: int = 0
     accepted_tokens: int = 0
     rejections: int = 0  # draft rounds that ended on a rejected token
+    draft_rounds: int = 0  # rounds that verified drafted tokens
+    gated_rounds: int = 0  # rounds decoded plainly because drafting would not pay (the gate)
+    draft_forwards: int = 0  # draft model (or head) passes, the ones whose tokens went unused too
+    confidence_stops: int = 0  # rounds whose draft stopped under its confidence threshold
     method: str = "off"
     stop_reason: str = ""  # max_tokens | eos | stop_string | callback | cancelled
     tokens_per_s: float = 0.0

@@ -4,14 +4,16 @@
   tokens (longest n first) and proposes what followed it. No model; strong on code, which repeats
   identifiers, call shapes and whole lines.
 - `ModelDrafter`: a small draft model sharing the target's vocabulary, run autoregressively on its
-  own per-document KV state. Stops early when its confidence drops.
+  own per-document KV state. Stops as soon as its top-1 probability falls under `min_confidence`
+  (before the first token too: on a CPU a verify pass over two tokens costs noticeably more than
+  over one, so an unlikely draft is worse than none).
 - `HeadDrafter`: a feature draft head (EAGLE-style, `head`) that reads the
   target's own last hidden states, recorded by the target's `ModelState`, and extrapolates them.
-- `CombinedDrafter`: n-gram first, the draft model (or head) when lookup finds nothing.
 
-`AdaptiveK` picks the draft length: with a measured verification cost curve (`cost[n]`: a target
-pass over n tokens), the k that maximizes expected tokens per unit cost under the recent acceptance
-rate; without one, it grows k after fully accepted drafts and shrinks it after rejections.
+Method "both" asks the n-gram lookup first and the draft model (or head) when lookup finds
+nothing or stands aside (`gate.plan_round`). A `Proposal` also counts the draft passes it ran
+(`steps`): what `gate.AdaptiveK`, which picks the draft length and whether to draft at all,
+prices against the target's verification.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Protocol
 import torch
 
 from spec_lsp.engine.cache import DraftState, ModelState, common_prefix_len
+from spec_lsp.engine.gate import AdaptiveK as AdaptiveK  # the draft length: priced in gate.py
 from spec_lsp.engine.head import HeadState, SpecHead
 from spec_lsp.engine.verify import probs_from_logits
 
@@ -31,6 +34,7 @@ class Proposal:
     tokens: list[int]
     probs: torch.Tensor | None = None  # [k, Vd] draft distributions; None: deterministic proposal
     source: str = ""
+    steps: int = 0  # draft passes run (model or head); 0 for a lookup
 
 
 class Drafter(Protocol):
@@ -44,43 +48,6 @@ class Drafter(Protocol):
         temperature: float,
         generator: torch.Generator | None,
     ) -> Proposal: ...
-
-
-class AdaptiveK:
-    """Draft length from recent acceptance and, when measured, the cost of verifying k drafts."""
-
-    def __init__(
-        self, k: int, k_min: int = 1, k_max: int = 16, cost: tuple[float, ...] = ()
-    ) -> None:
-        self.k_min, self.k_max = k_min, k_max
-        self.k = max(k_min, min(k, k_max))
-        # cost[n - 1]: a target pass over n tokens (the pending one and n - 1 drafts), any unit.
-        self.cost = cost if len(cost) > k_max else ()
-        self._accepted, self._misses = 1.0, 1.0  # decayed counts; prior acceptance rate 0.5
-
-    def update(self, proposed: int, accepted: int) -> None:
-        if proposed == 0:
-            return
-        if self.cost:
-            # A draft is accepted token by token until the first miss: with per-token acceptance
-            # rate a, the accepted count over the misses estimates a / (1 - a).
-            decay = 0.8
-            self._accepted = decay * self._accepted + accepted
-            self._misses = decay * self._misses + int(accepted < proposed)
-            self.k = self.best_k()
-        elif accepted == proposed:
-            self.k = min(self.k + 2, self.k_max)
-        else:
-            self.k = max(self.k - 1, self.k_min)
-
-    def best_k(self) -> int:
-        """argmax over k of E[tokens from one pass with k drafts] / cost of that pass."""
-        a = self._accepted / (self._accepted + self._misses)
-
-        def tokens(k: int) -> float:  # 1 + a + ... + a^k: accepted drafts plus the target's own
-            return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
-
-        return max(range(self.k_min, self.k_max + 1), key=lambda k: tokens(k) / self.cost[k])
 
 
 class NgramDrafter:
@@ -142,13 +109,13 @@ class ModelDrafter:
             else:
                 q = torch.softmax(logits, dim=-1)
                 token = int(q.argmax())
-                # Low confidence: the target would likely reject; stop (keep at least one).
-                if tokens and float(q[token]) < self.min_confidence:
-                    break
+                # Low confidence: the target would likely reject; stop (the first token too).
+                if float(q[token]) < self.min_confidence:
+                    return Proposal(tokens, None, self.name, len(tokens) + 1)
             tokens.append(token)
             seq.append(token)
         probs = torch.stack(dists) if dists else None
-        return Proposal(tokens, probs, self.name)
+        return Proposal(tokens, probs, self.name, len(tokens))
 
 
 class HeadDraftState(HeadState):
@@ -201,7 +168,7 @@ class HeadDrafter:
         state.tokens = list(context[: pairs + 1])
         tokens: list[int] = []
         dists: list[torch.Tensor] = []
-        position = pairs
+        position, steps = pairs, 1  # the step over the new pairs predicted the first feature
         try:
             for i in range(k):
                 logits = head.restricted_logits(predicted).float()  # [R]
@@ -222,28 +189,8 @@ class HeadDrafter:
                 tokens.append(token)
                 if i + 1 < k:
                     predicted = state.step(predicted[None], [token], position)
-                    position += 1
+                    position, steps = position + 1, steps + 1
         finally:
             state.crop(pairs)  # keep only pairs built from the target's true features
         probs = torch.stack(dists) if dists else None
-        return Proposal(tokens, probs, self.name)
-
-
-class CombinedDrafter:
-    name = "both"
-
-    def __init__(self, ngram: NgramDrafter, model: ModelDrafter | HeadDrafter) -> None:
-        self.ngram, self.model = ngram, model
-
-    def propose(
-        self,
-        context: list[int],
-        k: int,
-        draft_state: DraftState | None,
-        temperature: float,
-        generator: torch.Generator | None,
-    ) -> Proposal:
-        found = self.ngram.lookup(context, k)
-        if found:
-            return Proposal(found, None, self.ngram.name)
-        return self.model.propose(context, k, draft_state, temperature, generator)
+        return Proposal(tokens, probs, self.name, steps)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -28,15 +28,13 @@ from spec_lsp.engine.cache import (
     kv_bytes_per_token,
 )
 from spec_lsp.engine.drafters import (
-    AdaptiveK,
-    CombinedDrafter,
     Drafter,
     HeadDrafter,
     HeadDraftState,
     ModelDrafter,
     NgramDrafter,
-    Proposal,
 )
+from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 
@@ -49,7 +47,8 @@ class EngineOptions:
     k: int = 6  # initial draft length
     k_max: int = 12
     ngram_max: int = 4
-    draft_min_confidence: float = 0.3
+    # A draft model's round stops under this top-1 probability (first token too): llama.cpp's
+    draft_min_confidence: float = 0.75  # --draft-p-min default, not measured on a real pair here
     head_min_confidence: float = 0.5  # a feature head proposes nothing below this (first token too)
     max_docs: int = 8  # cached documents (LRU)
     max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
@@ -59,6 +58,11 @@ class EngineOptions:
     prefill_chunk: int = 128  # ~0.6 s each for the bundled target on this project's 2-core CPU
     window_step: int = 256  # a prompt over context_tokens is cut in steps of this (`_window`)
     verify_cost: tuple[float, ...] = ()  # [n - 1]: ms of a target pass over n tokens (measured)
+    # The draft gate (gate.py), only with a verify_cost:
+    draft_cost: float = 0.0  # ms of one draft step (0: timed when the engine starts)
+    min_gain: float = 1.1  # a source drafts while its expected speedup is at least this
+    backoff_tokens: int = 16  # plain tokens before probing again, doubled after each failed probe
+    backoff_max_tokens: int = 256
 
 
 @dataclass
@@ -88,6 +92,7 @@ class SpecEngine:
         self.head = draft if isinstance(draft, SpecHead) else None
         self.draft_model = None if isinstance(draft, SpecHead) else draft
         self.options = options or EngineOptions()
+        self.options = replace(self.options, draft_cost=measured_draft_cost(self.options, draft))
         self.name, self.weights = name, str(target.dtype).removeprefix("torch.")  # loading sets
         self.tokenizer_source = ""  # where loading took the tokenizer from (a stand-in's says so)
         self.device = str(target.device)
@@ -102,10 +107,11 @@ class SpecEngine:
             if self.head is not None
             else ModelDrafter(self.options.draft_min_confidence)
         )
-        self._k = {
-            m: AdaptiveK(self.options.k, 1, self.options.k_max, self.options.verify_cost)
-            for m in ("ngram", "draft", "both")
-        }
+        self.gates = Gates(self.options)  # draft or not, and how far, per document and method
+        # A draft that cannot pay even when always accepted steps aside for good (not prefilled).
+        self.draft_pays = draft is not None and self.gates.can_pay("draft")
+        if draft is not None and not self.draft_pays:
+            log.info("draft model costs more than it can save here: n-gram drafting only")
         # End of text: the tokenizer's EOS and any the target's generation config names.
         eos = [getattr(tokenizer, "eos_token_id", None)]
         cfg_eos = getattr(target.generation_config, "eos_token_id", None)
@@ -128,6 +134,7 @@ class SpecEngine:
 
     def forget(self, doc_id: str) -> None:
         self.docs.forget(doc_id)
+        self.gates.forget(doc_id)
 
     def encode(self, text: str) -> list[int]:
         ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -145,7 +152,7 @@ class SpecEngine:
     def generate(self, request: GenerationRequest) -> GenerationResult:
         t0 = time.perf_counter()
         method = request.method or self.options.method
-        if method in ("draft", "both") and self.draft is None:
+        if method in ("draft", "both") and not self.draft_pays:
             method = "ngram"
         stats = GenerationStats(method=method)
         run = _Run(request, stats)
@@ -216,10 +223,10 @@ class SpecEngine:
         if logits is None:
             return
         self._emit(run, [self._sample(logits, run.request, generator, run.request.first_rank)[0]])
-        drafter, k_ctl = self._drafter(method), self._k.get(method)
+        sources = self._sources(run.request.doc_id, method)
         while not run.done and not self._cancelled(run):
             context = prompt + run.generated
-            self._emit(run, self._speculative_step(run, state, context, drafter, k_ctl, generator))
+            self._emit(run, self._speculative_step(run, state, context, sources, generator))
 
     def _prefill(self, run: _Run, state: DocState, prompt: list[int]) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
@@ -254,22 +261,18 @@ class SpecEngine:
         run: _Run,
         state: DocState,
         context: list[int],
-        drafter: Drafter | None,
-        k_ctl: AdaptiveK | None,
+        sources: list[tuple[Drafter, AdaptiveK]],
         generator: torch.Generator | None,
     ) -> list[int]:
         """draft -> verify -> accept: the tokens the target approves this round (the accepted
         draft tokens, then the target's own next token)."""
         req, stats = run.request, run.stats
-        # Draft: up to k tokens, leaving room for the target's own token.
-        proposal = Proposal([])
-        if drafter is not None and k_ctl is not None:
-            t = time.perf_counter()
-            room = req.max_new_tokens - len(run.generated)
-            k = min(k_ctl.k, room - 1)
-            proposal = drafter.propose(context, k, state.draft, req.temperature, generator)
-            stats.draft_ms += (time.perf_counter() - t) * 1000
-        drafts = proposal.tokens
+        # Draft: up to k tokens from the first open source, leaving room for the target's token.
+        t = time.perf_counter()
+        room = req.max_new_tokens - len(run.generated)
+        rnd = plan_round(sources, context, room, state.draft, req.temperature, generator)
+        stats.draft_ms += (time.perf_counter() - t) * 1000
+        drafts = rnd.tokens
         # Verify: one target forward over the drafts; logits [k + 1, V], row i scores the token
         # after context + drafts[:i].
         t = time.perf_counter()
@@ -279,19 +282,16 @@ class SpecEngine:
         # Accept: the longest approved prefix of the drafts, plus one token from the target.
         if req.temperature > 0:
             probs = probs_from_logits(logits, req.temperature, req.top_p)
-            accepted, emitted = rejection_accept(drafts, proposal.probs, probs, generator)
+            accepted, emitted = rejection_accept(drafts, rnd.probs, probs, generator)
         else:
             accepted, emitted = greedy_accept(drafts, logits)
-        if drafts and k_ctl is not None:
-            stats.proposed_tokens += len(drafts)
-            stats.accepted_tokens += accepted
-            stats.rejections += int(accepted < len(drafts))
-            k_ctl.update(len(drafts), accepted)
+        record(stats, rnd, accepted, len(emitted))  # feeds the gate back, counts the round
         return emitted
 
-    def _drafter(self, method: str) -> Drafter | None:
-        both = CombinedDrafter(self._ngram, self._model_drafter) if method == "both" else None
-        return {"ngram": self._ngram, "draft": self._model_drafter}.get(method, both)
+    def _sources(self, doc_id: str | None, method: str) -> list[tuple[Drafter, AdaptiveK]]:
+        """The drafters a method asks in order (n-gram lookup first), each with its gate."""
+        drafters: dict[str, Drafter] = {"ngram": self._ngram, "draft": self._model_drafter}
+        return [(drafters[s], ctl) for s, ctl in self.gates.get(doc_id, method).items()]
 
     def _sample(
         self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None, rank=0

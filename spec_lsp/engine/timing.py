@@ -2,6 +2,9 @@
 
 `pass_costs(model, n_max)` times a forward over n = 1..n_max new tokens after a cached context
 (the shape of a verification pass), the best of a few runs each, in milliseconds.
+`draft_step_cost(draft)` times one draft step the same way (a draft model's pass over one token, or
+a feature head's step and output layer): the per-token price the draft gate weighs against the
+target's curve.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from spec_lsp.engine.head import HeadState, SpecHead
 from spec_lsp.engine.lean import LeanDecoder, lean_of
 
 
@@ -65,3 +69,23 @@ def _lean_costs(
             cache.crop(-n)
         costs.append(best * 1000)
     return tuple(costs)
+
+
+@torch.inference_mode()
+def draft_step_cost(draft: Any, context: int = 64, reps: int = 3) -> float:
+    """Milliseconds of one draft step after `context` cached tokens, measured like `pass_costs`."""
+    if not isinstance(draft, SpecHead):
+        return pass_costs(draft, 1, context, reps)[0]
+    state = HeadState(draft)
+    gen = torch.Generator().manual_seed(0)
+    feats = torch.randn(context, draft.config.hidden_size, generator=gen).to(draft.device)
+    ids = torch.randint(0, draft.vocab_size, (context,), generator=gen).tolist()
+    predicted = state.step(feats, ids, 0)  # [H]
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        out = state.step(predicted[None], [ids[0]], context)
+        draft.restricted_logits(out).argmax()
+        best = min(best, time.perf_counter() - t)
+        state.crop(context)
+    return best * 1000
