@@ -54,7 +54,7 @@ def pip_download(wheels: Wheels, folder: Path, progress: Progress | None = None)
     lines, done, n = [], 0, len(wheels.packages)
     for line in proc.stdout:
         lines.append(line.strip())
-        if lines[-1].startswith(("Downloading ", "Using cached ")) and progress:
+        if lines[-1].startswith(("Downloading ", "Using cached ", "Processing ")) and progress:
             done += 1
             progress(f"downloading wheel {done} of {n}: {lines[-1].split(' ', 2)[-1]}", done / n)
     if proc.wait() != 0:
