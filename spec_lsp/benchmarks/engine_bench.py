@@ -8,9 +8,11 @@ forwards are counted with a forward hook on the target model, whatever calls it.
 
 Decode tok/s leaves prefill out (with KV reuse a keystroke rarely prefills much); where the preset's
 weights are packed, `target_only_float32` runs the same target in float32 and the report gives the
-packed target's top-1 agreement with it. `llama_cpp` / `llama_cpp_ngram` run llama.cpp's server on
-the same GGUF when a binary is there (`benchmarks.llama_cpp`). The verify-cost line is the measured
-cost of a target pass over 8 tokens against 1.
+packed target's top-1 agreement with it. Where the preset's target is a GGUF file (`bundled:`,
+`gguf:`, a .gguf path) and a llama-server binary is there, `llama_cpp*` rows run llama.cpp's server on
+the same files: plain, n-gram and draft-model speculation (`benchmarks.peers`), and the report sets
+the engine's best speculative mode against the fastest of them, and prefill against prefill. The
+verify-cost line is the measured cost of a target pass over 8 tokens against 1.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, cast
 
 import torch
 
+from spec_lsp.benchmarks.peers import add_peer_modes, format_comparison
 from spec_lsp.benchmarks.prompts import Prompt, bench_prompts
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.engine import SpecEngine
@@ -34,6 +37,8 @@ class ModeResult:
     outputs: list[list[int]] = field(default_factory=list)
     seconds: float = 0.0
     decode_seconds: float | None = None  # without prefill; None where it cannot be split off
+    prefill_tokens: int = 0
+    prefill_seconds: float = 0.0
     forwards: int = 0
     proposed: int = 0
     accepted: int = 0
@@ -45,6 +50,9 @@ class ModeResult:
             "tokens_per_s": round(generated / self.seconds, 2) if self.seconds else 0.0,
             "decode_tokens_per_s": round(generated / self.decode_seconds, 2)
             if self.decode_seconds
+            else None,
+            "prefill_tokens_per_s": round(self.prefill_tokens / self.prefill_seconds, 2)
+            if self.prefill_seconds
             else None,
             "generated_tokens": generated,
             "seconds": round(self.seconds, 3),
@@ -94,6 +102,8 @@ def run_engine_mode(
                 0.0, elapsed - r.stats.prefill_ms / 1000
             )
             result.outputs.append(r.token_ids)
+            result.prefill_tokens += r.stats.prefilled_tokens
+            result.prefill_seconds += r.stats.prefill_ms / 1000
             result.proposed += r.stats.proposed_tokens
             result.accepted += r.stats.accepted_tokens
     finally:
@@ -182,8 +192,8 @@ def run(
 def format_table(modes: dict[str, Any]) -> str:
     base = modes["target_only"]["tokens_per_s"] or 1.0
     head = (
-        f"{'mode':<22} {'tok/s':>8} {'decode':>8} {'vs target':>9} {'fwd/tok':>8} {'accept':>7} "
-        f"{'identical':>9}"
+        f"{'mode':<22} {'tok/s':>8} {'decode':>8} {'prefill':>8} {'vs target':>9} {'fwd/tok':>8} "
+        f"{'accept':>7} {'identical':>9}"
     )
     rows = [head, "-" * len(head)]
     for name, m in modes.items():
@@ -193,11 +203,11 @@ def format_table(modes: dict[str, Any]) -> str:
             if m["target_forwards_per_token"] is None
             else f"{m['target_forwards_per_token']:.2f}"
         )
-        dec = m.get("decode_tokens_per_s")
+        dec, pre = m.get("decode_tokens_per_s"), m.get("prefill_tokens_per_s")
         same = {True: "yes", False: "NO", None: "-"}[m["identical_to_target"]]
         rows.append(
             f"{name:<22} {m['tokens_per_s']:>8.1f} {'-' if dec is None else f'{dec:.1f}':>8} "
-            f"{m['tokens_per_s'] / base:>8.2f}x {fwd:>8} {acc:>7} {same:>9}"
+            f"{'-' if pre is None else f'{pre:.1f}':>8} {m['tokens_per_s'] / base:>8.2f}x {fwd:>8} {acc:>7} {same:>9}"
         )
     return "\n".join(rows)
 
@@ -247,9 +257,7 @@ def main(
     assistant_source: str | None = None,
     reference: bool = True,
 ) -> int:
-    from spec_lsp.benchmarks.llama_cpp import peer_modes
     from spec_lsp.engine.loading import load_model
-    from spec_lsp.engine.sources import bundled_gguf
     from spec_lsp.presets import load_engine, load_preset
 
     spec = load_preset(preset).load_spec()
@@ -265,9 +273,12 @@ def main(
         modes["target_only_float32"], agreement = float32_reference(
             engine, spec, prompts, max_new, random_weights
         )
-    if spec.target.startswith("bundled:") and engine.device == "cpu" and not random_weights:
-        gguf = bundled_gguf(spec.target.split(":", 1)[1])
-        modes.update(peer_modes(gguf, prompts, max_new, torch.get_num_threads(), sys.stderr))
+    peers: dict[str, Any] = {}
+    if engine.device == "cpu" and not random_weights:
+        threads = torch.get_num_threads()
+        peers = add_peer_modes(
+            modes, spec.target, spec.draft, prompts, max_new, threads, sys.stderr
+        )
     cost = verify_cost(engine)
     report = {
         "preset": engine.name,
@@ -283,6 +294,7 @@ def main(
         "verify_cost": cost,
         "top1_agreement_vs_float32": agreement,
         "modes": modes,
+        "llama_server": peers or None,
     }
     print_report(report)
     if json_path:
@@ -314,5 +326,10 @@ def print_report(report: dict[str, Any]) -> None:
             f"llama-server's own pass over 8 new tokens {peer_cost['ms_8']:.1f} ms vs 1 token "
             f"{peer_cost['ms_1']:.1f} ms = {peer_cost['ratio']:.2f}x (output layer on the last only)"
         )
+    peers = report.get("llama_server") or {}
+    if peers.get("build"):
+        print(f"llama-server: {peers['build']}")
+    if peers.get("comparison"):
+        print("\n".join(format_comparison(peers["comparison"])))
     if agreement is not None:
         print(f"top-1 agreement with the float32 target on held-out code: {agreement:.3f}")
