@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
+from urllib.error import HTTPError
 
 from spec_lsp.benchmarks.fim_exec import Row, score
 from spec_lsp.config import Options
@@ -61,7 +62,10 @@ def read_problems(path: Path, offset: int = 0, limit: int | None = None) -> list
     chosen = lines[offset:] if limit is None else lines[offset : offset + limit]
     problems = []
     for n, line in enumerate(chosen, offset + 1):
-        problem = json.loads(line)
+        try:
+            problem = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FimError(f"{path}: problem {n} is not JSON ({exc})") from exc
         missing = [key for key in KEYS if key not in problem]
         if missing:
             raise FimError(f"{path}: problem {n} lacks {', '.join(missing)}")
@@ -204,6 +208,7 @@ def _llama_rows(
     first: list[Row] = []
     try:
         with running(binary, gguf, threads, []) as url:
+            _infill(url, problems[0], 4)  # a warm-up, as the local engine has at its load
             for problem in problems:
                 text, tokens, ms = _infill(url, problem, max_tokens)
                 cut = text.split("\n", 1)[0] + "\n"
@@ -211,9 +216,24 @@ def _llama_rows(
                 first.append(_judge(problem, cut, tokens, ms, timeout_s))
                 progress(log, "llama-server", raw, len(problems))
     except (OSError, RuntimeError) as exc:  # urllib's HTTPError is an OSError
-        print(f"llama-server: failed ({exc}); its rows are left out", file=log)
+        said = exc.read().decode(errors="replace")[:300] if isinstance(exc, HTTPError) else ""
+        print(f"llama-server: failed ({exc} {said}); its rows are left out", file=log)
         return {}
     return {"llama_server_infill": raw, "llama_server_first_line": first}
+
+
+def _options(preset: str | None, device: str, max_tokens: int) -> Options:
+    """The server's default options with these; `prefetch` off (one request per document).
+    Raises FimError for an unknown or broken preset before anything loads."""
+    from spec_lsp.presets import PresetError, load_preset
+
+    options = Options(device=device, max_tokens=max_tokens, prefetch=False)
+    options = options if preset is None else replace(options, preset=preset)
+    try:
+        load_preset(options.preset)
+    except PresetError as exc:
+        raise FimError(str(exc)) from exc
+    return options
 
 
 def run_fim(
@@ -233,15 +253,14 @@ def run_fim(
     """The whole report: figures per mode and a row per problem per mode. `preset`: the server's
     default when None; `gguf`: the file llama-server serves for its rows (none: no such rows);
     `llama_server`: "auto" (rows when a binary and `gguf` exist) or "off". Raises FimError."""
+    problems = read_problems(data, offset, limit)
+    if not problems:
+        raise FimError(f"{data}: no problems at offset {offset}")
+    options = _options(preset, device, max_tokens)
     import torch
 
     if threads is not None:
         torch.set_num_threads(threads)
-    problems = read_problems(data, offset, limit)
-    if not problems:
-        raise FimError(f"{data}: no problems at offset {offset}")
-    options = Options(device=device, max_tokens=max_tokens, prefetch=False)
-    options = options if preset is None else replace(options, preset=preset)
     rows, about = asyncio.run(_spec_lsp_rows(problems, options, timeout_s, log))
     modes = {"spec_lsp": rows}
     if llama_server == "auto" and gguf is None:

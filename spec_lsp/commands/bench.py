@@ -196,24 +196,18 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 
 def cmd_fim(args: argparse.Namespace) -> int:
-    from spec_lsp.benchmarks.fim import main
-    from spec_lsp.engine.loading import ModelLoadError
-    from spec_lsp.presets import PresetError
+    from spec_lsp.benchmarks.fim import main  # a failed load is a FimError: main says it, exits 1
 
-    try:
-        return main(
-            args.data,
-            args.preset,
-            args.gguf,
-            args.json,
-            limit=args.limit,
-            offset=args.offset,
-            max_tokens=args.max_tokens,
-            timeout_s=args.timeout,
-            llama_server=args.llama_server,
-            threads=args.threads,
-            device=args.device,
-        )
-    except (ModelLoadError, PresetError) as exc:
-        print(f"spec-lsp: {exc}")
-        return 1
+    return main(
+        args.data,
+        args.preset,
+        args.gguf,
+        args.json,
+        limit=args.limit,
+        offset=args.offset,
+        max_tokens=args.max_tokens,
+        timeout_s=args.timeout,
+        llama_server=args.llama_server,
+        threads=args.threads,
+        device=args.device,
+    )

@@ -5,10 +5,15 @@ a row per problem with tokens and a latency)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import http.server
+import io
 import json
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -162,6 +167,20 @@ def test_problems_read_alike_from_jsonl_and_gz(tmp_path: Path) -> None:
     ]
 
 
+def test_bad_data_or_an_unknown_preset_is_one_message_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "x"}\n')
+    for data in (tmp_path / "missing.jsonl.gz", bad):
+        assert main(["bench", "fim", "--data", str(data), "--preset", "tiny"]) == 1
+    assert main(["bench", "fim", "--data", str(MINI), "--preset", "no-such-preset"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "problem 1 lacks prompt, suffix" in err
+    assert "spec-lsp: unknown preset 'no-such-preset'" in err
+    assert "Traceback" not in err
+
+
 def test_bench_fim_runs_every_problem_through_the_server_pipeline(tmp_path: Path) -> None:
     data = tmp_path / "mini.jsonl.gz"
     data.write_bytes(gzip.compress(MINI.read_bytes()))
@@ -177,3 +196,57 @@ def test_bench_fim_runs_every_problem_through_the_server_pipeline(tmp_path: Path
     assert report["modes"]["spec_lsp"] == fim.summarize([Row(**r) for r in rows])
     assert set(report["modes"]) == {"spec_lsp"}
     assert report["preset"] == "tiny"
+
+
+class _FakeInfill(http.server.BaseHTTPRequestHandler):
+    """llama-server's `/infill` for the mini problems: the hole's text and one wrong line."""
+
+    bodies: list[dict[str, object]] = []
+    answers: dict[str, str] = {}
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.bodies.append(body)
+        content = self.answers[body["input_prefix"]] + "    )  # not Python\n"
+        out = json.dumps({"content": content, "tokens_predicted": 9}).encode()
+        self.send_response(200 if self.path == "/infill" else 404)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_llama_server_rows_send_the_hole_greedily_and_judge_raw_and_first_line(
+    problems: list[fim.Problem], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spec_lsp.benchmarks import llama_cpp
+
+    _FakeInfill.bodies = []
+    _FakeInfill.answers = {p["prompt"]: p["canonical_solution"] for p in problems}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeInfill)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    @contextlib.contextmanager
+    def running(*_args: object) -> Iterator[str]:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+
+    monkeypatch.setattr(llama_cpp, "server_binary", lambda: Path("/usr/bin/true"))
+    monkeypatch.setattr(llama_cpp, "running", running)
+    try:
+        modes = fim._llama_rows(problems, Path("m.gguf"), 2, 16, 10.0, io.StringIO())
+    finally:
+        server.shutdown()
+    measured = _FakeInfill.bodies[-len(problems) :]  # after one warm-up request
+    for body in measured:
+        sent = {k: v for k, v in body.items() if k not in ("input_prefix", "input_suffix")}
+        assert sent == {"n_predict": 16, "temperature": 0, "top_k": 1, "cache_prompt": False}
+    assert [(b["input_prefix"], b["input_suffix"]) for b in measured] == [
+        (p["prompt"], p["suffix"]) for p in problems
+    ]
+    raw, first = modes["llama_server_infill"], modes["llama_server_first_line"]
+    assert not any(r.passed for r in raw)  # the broken line after the hole's text
+    single = [not fim_exec.spans_lines(p["canonical_solution"]) for p in problems]
+    assert [r.passed for r in first] == single  # the first line alone fills a one-line hole
+    assert all(r.tokens == 9 and r.exact_first_line for r in raw + first)
