@@ -20,10 +20,35 @@ def test_speculative_output_equals_target_only(
     target, random_draft, tokenizer, k, method, draft_kind
 ):  # type: ignore[no-untyped-def]
     draft = target if draft_kind == "self" else random_draft
-    engine = make_engine(target, tokenizer, draft, k=k, k_max=max(k, 1))
+    options = dict(k=k, k_max=max(k, 1), draft_min_confidence=0.0)  # every draft verified
+    engine = make_engine(target, tokenizer, draft, **options)
     for prompt in CODE_PROMPTS:
         plain = run(engine, prompt, "off")
         spec = run(engine, prompt, method)
+        assert spec.token_ids == plain.token_ids
+        assert spec.text == plain.text
+        assert spec.stats.target_forwards <= plain.stats.target_forwards
+
+
+@pytest.mark.parametrize("confidence", [0.0, 0.3])
+@pytest.mark.parametrize("method", ["ngram", "draft", "both"])
+@pytest.mark.parametrize("draft_kind", ["self", "random"])
+def test_gated_speculation_output_equals_target_only(
+    target, random_draft, tokenizer, confidence, method, draft_kind
+):  # type: ignore[no-untyped-def]
+    """With measured costs the gate decides each round (the random draft is soon stood aside,
+    the self draft drafts ever longer, the threshold cuts rounds short): output unchanged."""
+    draft = target if draft_kind == "self" else random_draft
+    curve = tuple(10.0 + n for n in range(9))  # a pass over n tokens: 10 + (n - 1)
+    engine = make_engine(
+        target, tokenizer, draft, k_max=8, verify_cost=curve, draft_cost=1.0,
+        draft_min_confidence=confidence,
+    )  # fmt: skip
+    for prompt in CODE_PROMPTS:
+        plain = run(engine, prompt, "off")
+        spec = engine.generate(
+            GenerationRequest(prompt=prompt, doc_id="doc", max_new_tokens=40, method=method)
+        )
         assert spec.token_ids == plain.token_ids
         assert spec.text == plain.text
         assert spec.stats.target_forwards <= plain.stats.target_forwards
