@@ -108,10 +108,7 @@ class SpecEngine:
             else ModelDrafter(self.options.draft_min_confidence)
         )
         self.gates = Gates(self.options)  # draft or not, and how far, per document and method
-        # A draft that cannot pay even when always accepted steps aside for good (not prefilled).
-        self.draft_pays = draft is not None and self.gates.can_pay("draft")
-        if draft is not None and not self.draft_pays:
-            log.info("draft model costs more than it can save here: n-gram drafting only")
+        self.draft_pays = self.gates.draft_pays(draft)  # False: never drafts (nor prefills)
         # End of text: the tokenizer's EOS and any the target's generation config names.
         eos = [getattr(tokenizer, "eos_token_id", None)]
         cfg_eos = getattr(target.generation_config, "eos_token_id", None)
@@ -219,19 +216,23 @@ class SpecEngine:
         generator: torch.Generator | None,
     ) -> None:
         """Prefill, then speculative steps until a stop condition or cancellation."""
-        logits = self._prefill(run, state, prompt)
+        sources = self._sources(run.request.doc_id, method)
+        drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
+        logits = self._prefill(run, state, prompt, drafting)
         if logits is None:
             return
         self._emit(run, [self._sample(logits, run.request, generator, run.request.first_rank)[0]])
-        sources = self._sources(run.request.doc_id, method)
         while not run.done and not self._cancelled(run):
             context = prompt + run.generated
             self._emit(run, self._speculative_step(run, state, context, sources, generator))
 
-    def _prefill(self, run: _Run, state: DocState, prompt: list[int]) -> torch.Tensor | None:
+    def _prefill(
+        self, run: _Run, state: DocState, prompt: list[int], drafting: bool = True
+    ) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
         cancellation check between them; the logits of its last position [1, V], None when
-        cancelled (the chunks done stay cached). A request's `prefill_chunk` can be shorter."""
+        cancelled (the chunks done stay cached). A request's `prefill_chunk` can be shorter.
+        A draft model's KV too, unless its gate keeps it aside for this request (`drafting`)."""
         stats = run.stats
         if self._cancelled(run):
             return None
@@ -250,7 +251,7 @@ class SpecEngine:
         adv = state.target.advance(prompt, keep=1)
         stats.target_forwards += 1
         # A draft model's KV for the prompt: prefill too, in chunks that a cancel stops.
-        draft = state.draft if isinstance(state.draft, ModelState) else None
+        draft = state.draft if isinstance(state.draft, ModelState) and drafting else None
         ready = draft is None or advance_chunked(draft, prompt, chunk, lambda: self._cancelled(run))
         stats.prefill_ms = (time.perf_counter() - t) * 1000
         stats.prefilled_tokens = len(prompt) - reused
@@ -291,7 +292,7 @@ class SpecEngine:
     def _sources(self, doc_id: str | None, method: str) -> list[tuple[Drafter, AdaptiveK]]:
         """The drafters a method asks in order (n-gram lookup first), each with its gate."""
         drafters: dict[str, Drafter] = {"ngram": self._ngram, "draft": self._model_drafter}
-        return [(drafters[s], ctl) for s, ctl in self.gates.get(doc_id, method).items()]
+        return [(drafters[s], ctl) for s, ctl in self.gates.begin(doc_id, method).items()]
 
     def _sample(
         self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None, rank=0

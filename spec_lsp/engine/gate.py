@@ -18,9 +18,10 @@ were) and `c` the chance that the draft goes on after a step rather than stoppin
 confidence threshold (a stop spends a step and proposes nothing for it); both are decayed
 estimates over the recent rounds. `AdaptiveK` drafts the k of the best gain. When that gain is
 under `min_gain` the source steps aside: plain decoding for `backoff` tokens, then one probe
-round, the wait doubling after each probe that does not pay (up to `backoff_max`). A source
-whose gain stays under `min_gain` even at full acceptance never drafts (`can_pay`); the engine
-then does not even prefill the draft model.
+round, the wait doubling after each probe that does not pay (up to `backoff_max`). A draft model
+closed when a request starts sits that request out (`Gates.begin`): it is not prefilled, and
+its probe waits for the next request's prefill. A source whose gain stays under `min_gain` even
+at full acceptance never drafts (`can_pay`), and a draft model is then never prefilled.
 
 Without a measured curve (tests, `measure_verify = false`) there is no gate: k grows after
 fully accepted drafts and shrinks after rejections. `Gates` keeps the state per (document,
@@ -30,6 +31,7 @@ method, source); `plan_round` asks the sources in order (n-gram lookup first for
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from spec_lsp.engine.cache import DraftState
     from spec_lsp.engine.drafters import Drafter, Proposal
     from spec_lsp.engine.engine import EngineOptions
+
+log = logging.getLogger(__name__)
 
 DECAY = 0.8  # weight of the earlier rounds in the acceptance estimates, after each round
 SOURCES = {"ngram": ("ngram",), "draft": ("draft",), "both": ("ngram", "draft")}
@@ -72,6 +76,7 @@ class AdaptiveK:
         self._accepted, self._misses = 1.0, 1.0  # decayed counts; prior acceptance rate 0.5
         self._goes, self._stops = 1.0, 0.0  # decayed counts; prior: the draft never stops itself
         self.wait = 0  # tokens to decode plainly before the next probe
+        self.held = False  # closed for the whole of the current request (`Gates.begin`)
         self._backoff = backoff
         self.can_pay = not self.cost or self.best(1.0, 1.0)[1] >= min_gain
         if self.cost:
@@ -88,7 +93,7 @@ class AdaptiveK:
     @property
     def closed(self) -> bool:
         """Decode plainly this round: drafting cannot pay, or it waits to probe again."""
-        return not self.can_pay or self.wait > 0
+        return not self.can_pay or self.wait > 0 or self.held
 
     def skipped(self, tokens: int) -> None:
         """`tokens` were decoded while this source stood aside."""
@@ -161,15 +166,26 @@ class Gates:
             o.backoff_max_tokens,
         )  # fmt: skip
 
-    def can_pay(self, source: str) -> bool:
-        return self.make(source).can_pay
+    def draft_pays(self, draft: Any) -> bool:
+        """Whether a draft (model or head) can pay at all, were it always accepted."""
+        pays = draft is not None and self.make("draft").can_pay
+        if draft is not None and not pays:
+            log.info("the draft costs more than it can save on this machine: n-gram lookup only")
+        return pays
 
-    def get(self, doc_id: str | None, method: str) -> dict[str, AdaptiveK]:
+    def begin(self, doc_id: str | None, method: str) -> dict[str, AdaptiveK]:
+        """A request's sources, in the order they are asked. A draft model closed at the start
+        stays closed for the whole request even when its wait ends: it is not prefilled then,
+        and its probe comes after the next request's prefill (chunked, cancellable) instead of
+        catching up over the whole prompt inside a draft step."""
         key = (doc_id, method)
         ctl = self._docs.pop(key, None) or {s: self.make(s) for s in SOURCES.get(method, ())}
         self._docs[key] = ctl
         while len(self._docs) > self.size:
             self._docs.popitem(last=False)
+        if "draft" in ctl:
+            ctl["draft"].held = False
+            ctl["draft"].held = ctl["draft"].closed
         return ctl
 
     def forget(self, doc_id: str) -> None:

@@ -15,6 +15,7 @@ from spec_lsp.engine.drafters import ModelDrafter, NgramDrafter, Proposal
 from spec_lsp.engine.gate import AdaptiveK
 
 from .conftest import CODE_PROMPTS, make_engine
+from .test_head import tiny_head
 
 K_MAX = 8
 CURVE = tuple(10.0 + n for n in range(K_MAX + 1))  # [n - 1]: a pass over n tokens
@@ -57,7 +58,7 @@ def test_a_draft_that_is_never_accepted_drafts_rarely_and_costs_about_plain_deco
 
 def test_a_draft_identical_to_the_target_keeps_drafting_with_growing_k(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
     engine = make_engine(target, tokenizer, target, **PAYING)
-    gate = engine.gates.get("doc", "draft")["draft"]
+    gate = engine.gates.begin("doc", "draft")["draft"]
     first_k = gate.k
     plain = run(engine, "off", 80)
     spec = run(engine, "draft", 80)
@@ -67,6 +68,26 @@ def test_a_draft_identical_to_the_target_keeps_drafting_with_growing_k(target, t
     assert s.gated_rounds == 0 and s.draft_rounds == s.target_forwards - 1  # all but the prefill
     assert first_k < gate.k == K_MAX
     assert modeled_cost(spec) < 0.5 * modeled_cost(plain)
+
+
+def test_a_draft_closed_when_a_request_starts_sits_it_out_unprefilled(
+    target, random_draft, tokenizer
+) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, random_draft, **PAYING)
+    run(engine, "draft", 40)
+    gate = engine.gates.begin("doc", "draft")["draft"]
+    state = engine.docs.get("doc")
+    assert gate.wait > 0 and state is not None and isinstance(state.draft, ModelState)
+    before = list(state.draft.tokens)
+    edited = CODE_PROMPTS[1] + "x"
+    gate.wait = 1  # its wait ends within the next request, which still does not probe
+    held = run(engine, "draft", 20, edited)
+    assert held.stats.draft_forwards == 0 and held.stats.gated_rounds == 19
+    assert state.draft.tokens == before  # not prefilled with the edit
+    probe = run(engine, "draft", 20, edited)  # the next one prefills the draft and probes
+    assert probe.stats.draft_forwards >= 1
+    assert state.draft.tokens[: len(engine.encode(edited))] == engine.encode(edited)
+    assert held.token_ids == probe.token_ids
 
 
 def test_the_confidence_threshold_ends_a_round_at_the_first_unlikely_token(
@@ -179,4 +200,8 @@ def test_the_draft_step_cost_is_measured_when_the_engine_starts(
 ) -> None:  # type: ignore[no-untyped-def]
     engine = make_engine(target, tokenizer, random_draft, k_max=K_MAX, verify_cost=CURVE)
     assert engine.options.draft_cost > 0
+    head = tiny_head(target)  # a feature head's step is timed too
+    assert (
+        make_engine(target, tokenizer, head, k_max=K_MAX, verify_cost=CURVE).options.draft_cost > 0
+    )
     assert make_engine(target, tokenizer, random_draft).options.draft_cost == 0  # no curve: no gate
