@@ -176,13 +176,21 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p = bsub.add_parser(
         "fim", help="fill-in-the-middle pass@1 on HumanEval infilling, the server's pipeline"
     )
-    p.add_argument("--data", required=True, type=Path, help="problems, .jsonl or .jsonl.gz")
-    p.add_argument("--preset", help=f"model pair (default: the server's, {Options.preset})")
+    p.add_argument(
+        "--data", required=True, type=Path, metavar="FILE", help="problems, .jsonl or .jsonl.gz"
+    )
+    p.add_argument(
+        "--preset", metavar="P", help=f"model pair (default: the server's, {Options.preset})"
+    )
     p.add_argument("--device", default="auto")
-    p.add_argument("--limit", type=int, help="the first N problems (from --offset; default all)")
-    p.add_argument("--offset", type=int, default=0, help="problems skipped first")
-    p.add_argument("--max-tokens", type=int, default=Options.max_tokens)
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per problem's tests")
+    p.add_argument(
+        "--limit", type=int, metavar="N", help="the first N problems (from --offset; default all)"
+    )
+    p.add_argument("--offset", type=int, default=0, metavar="N", help="problems skipped first")
+    p.add_argument("--max-tokens", type=int, default=Options.max_tokens, metavar="N")
+    p.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="seconds per problem's tests"
+    )
     p.add_argument("--json", metavar="PATH", help="write the report with per-problem rows")
     p.add_argument(
         "--llama-server",
@@ -190,8 +198,10 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         default="auto",
         help="rows for llama-server's /infill (auto: when its binary and --gguf exist)",
     )
-    p.add_argument("--gguf", type=Path, help="the GGUF llama-server serves (default: none)")
-    p.add_argument("--threads", type=int, help="torch and llama-server threads")
+    p.add_argument(
+        "--gguf", type=Path, metavar="PATH", help="the GGUF llama-server serves (default: none)"
+    )
+    p.add_argument("--threads", type=int, metavar="N", help="torch and llama-server threads")
     p.set_defaults(func=cmd_fim)
 
 
