@@ -1,8 +1,9 @@
 """Judges a filled hole: runs the document against a HumanEval problem's tests (pass or fail,
 never a hang) and scores it as a row of `bench fim`.
 
-The program is `prompt + completion + suffix`, then the problem's `test` and
-`check(entry_point)`; it is model output, so it runs in a child process, fenced like this:
+The program is the filled document (`prompt + completion + suffix` as the editor left it), then
+the problem's `test` and `check(entry_point)`; it is model output, so it runs in a child process,
+fenced like this:
 
 - `python -I` (isolated: no PYTHON* variables, no user site, no script directory on the path),
   with a minimal environment and a fresh temporary directory as its working directory;
@@ -16,8 +17,9 @@ The program is `prompt + completion + suffix`, then the problem's `test` and
 - no network, twice: the prelude replaces `socket.socket` (and the C module's `_socket.socket`)
   with one that raises, and where `unshare -rn` works on this machine (probed once: an
   unprivileged user namespace with an empty network namespace, where even 127.0.0.1 is down) the
-  child runs inside it. Without `unshare` the guard alone holds; a program that makes a socket by
-  other means (ctypes) would get past it there.
+  child runs inside it (it does in the Linux container this was written in). Without
+  `unshare` the guard alone holds; a program that makes a socket by other means (ctypes) would
+  get past it there.
 
 It knows nothing about models, prompts, editors or the completion service.
 """
