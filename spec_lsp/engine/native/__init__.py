@@ -1,4 +1,4 @@
-"""The engine's own CPU kernels (`q4.cpp`), compiled once per machine on first use.
+"""The engine's own CPU kernels (`q4.cpp`, `kquants.cpp`), compiled once per machine on first use.
 
 - Products over GGUF blocks (Q4_1: 32 weights with an fp16 scale and minimum; Q8_0: an fp16
   scale), the file's bytes interleaved by groups of 8 output rows (`qblocks.pack`), as llama.cpp
@@ -8,6 +8,21 @@
   (Zen 1) the bundled target's gate/up product takes 0.066 ms for one token (0.244 ms with the
   blocks row by row as the file stores them; torch's packed int4 kernel, which unpacks every code
   to a float, is slower still) and 6.0 ms for a 128-token prefill chunk (11.6 ms in float32).
+- Products over the GGUF files' K-quants and Q5_0 (`kquants.cpp`, `kblocks`: Q4_K, Q6_K, Q5_0),
+  with the same activations and the same 8-row interleave, the file's bytes (Q4_K: +2.8%, its
+  6-bit scales as bytes). Where the CPU has VNNI (AVX-VNNI, or AVX512-VNNI with AVX512VL: Intel
+  from Sapphire Rapids / Alder Lake, AMD Zen 4) `_mm256_dpbusd_epi32` replaces AVX2's maddubs +
+  madd; Zen 1 keeps AVX2. Measured 2026-12-04 on this project's 2-core KVM "Intel Xeon
+  Processor" (family 6 model 167, Sapphire-Rapids-class flags), one thread, CPU time (the host
+  ran at load 6-9; wall times of 2 threads were scheduling noise), ms for M = 1 / 8 / 128 rows,
+  VNNI | AVX2 | the same matrix as Q4_1:
+  Q4_K 8960 x 1536: 0.30 / 1.22 / 20.8 | 0.35 / 1.52 / 27.8 | Q4_1 0.31 / 1.25 / 22.1;
+  Q6_K 16384 x 1536: 1.11 / 3.40 / 53.6 | 1.44 / 4.42 / 61.3 | Q4_1 0.55 / 2.27 / 41.4;
+  Q5_0 4864 x 896: 0.12 / 0.39 / 6.2 | 0.13 / 0.45 / 8.0 | Q4_1 0.09 / 0.38 / 6.6;
+  Q6_K 151936 x 1536 (191 MB, from memory): 20-23 / 38-41 / 503 (Q8_0: 24.8 / 59.8 / 524,
+  Q4_1: 15.6 / 41.7 / 403); software prefetch took its one-row pass from 30.5 ms.
+  VNNI pays 20-25% for 8 rows and more, nothing for one; AVX-512 (16 rows a vector) was not
+  tried: it needs 16-row groups, another packing.
 - The small operations of a pass, one call each instead of several of torch's ops: RMS norm,
   SiLU(gate) * up, and attention row by row (scores, softmax, values for one query row over
   exactly the keys it sees; float16 or float32 caches). With the products: a one-token pass
@@ -22,7 +37,9 @@ The source is compiled against the installed torch (its headers, its OpenMP) by 
 compiler into the cache (`sources.cache_dir() / "kernels" / <machine>-<hash>`), ~15 s the first
 time a model loads. `available()` is False when that cannot happen (no compiler, not x86-64): the
 formats then run on torch's kernels, as `SPEC_LSP_KERNELS=torch` makes them (to compare);
-`SPEC_LSP_KERNELS=plain` builds them without AVX2, as on a CPU that lacks it.
+`SPEC_LSP_KERNELS=plain` builds them without AVX2, as on a CPU that lacks it, and
+`SPEC_LSP_KERNELS=avx2` without VNNI. All paths give bitwise the same numbers (integer dot
+products, the same float operations; tests/engine/test_kquants.py).
 """
 
 from __future__ import annotations

@@ -14,9 +14,15 @@
 //   Q4_K:  acc = fma(d_w * d_x[j], float(sc_j sum q a), acc)
 //          mn  = fma(dmin_w * float(m_j), s_x[j], mn)                                 y = acc - mn
 //   Q6_K:  acc = fma(d_w * d_x[j], float(sc_2j sum_lo (q - 32) a + sc_2j+1 sum_hi (q - 32) a), acc)
-// (the Q6_K integer is below 2^24: exact as a float). The AVX2, VNNI and plain paths compute the
-// same integers and the same float operations: their results are bitwise equal, and a row's
-// numbers do not depend on M, the tile it falls in, or the thread.
+// (the Q6_K integer is below 2^24 in magnitude: exact as a float). The SIMD paths multiply the
+// unsigned codes q (Q5_0 0..31, Q4_K 0..15, Q6_K 0..63) by the activations 4 at a time, in 8 lanes
+// (8 output rows), and take the offsets off with the activations' integer sums per 16: 16 sum a,
+// 32 sum a. AVX2 adds pairs in 16 bits (maddubs), widened before they could saturate; VNNI
+// (`_mm256_dpbusd`, AVX-VNNI or AVX512-VNNI + VL) adds 4 products into 32 bits at once. The
+// integers are the same whichever instruction computes them and the float operations are the
+// same in every path, so the plain C++, AVX2 and VNNI results are bitwise equal
+// (tests/engine/test_kquants.py), and a row's numbers do not depend on M, on the tile of rows it
+// falls in, or on the thread.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -64,11 +70,13 @@ inline float f16(const uint8_t* p) {
   return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
 }
 
-// The activations of all rows: codes [M, K], scales d and d * sum(codes) [M, K / 32].
+// The activations of all rows: codes [M, K], scales d and d * sum(codes) [M, K / 32], integer
+// sums of the codes per 16 [M, K / 16] (for the offsets of Q5_0's and Q6_K's unsigned codes).
 struct Act {
   const int8_t* q;
   const float* d;
   const float* s;
+  const int32_t* sum16;
   int64_t blocks;  // K / 32
 };
 
@@ -111,21 +119,33 @@ inline __m256i dot_unsigned(const __m256i* w, const int8_t* qa, __m256i sc32) {
 #endif
 }
 
-// The same for signed codes w (|w| <= 32, wabs = |w|, S <= 4 steps; or |w| <= 16, 8 steps).
-template <int S>
-inline __m256i dot_signed(const __m256i* w, const __m256i* wabs, const int8_t* qa, __m256i sc32) {
+// sum over k < S of w[k] . a[4k .. 4k + 3] per 32-bit lane, as int32, for unsigned codes w
+// below 2^B (the AVX2 path widens its 16-bit sums every 2^(7 - B) steps: no saturation).
+template <int S, int B>
+inline __m256i dot_sums(const __m256i* w, const int8_t* qa) {
 #ifdef KQ_VNNI
   __m256i acc = _mm256_setzero_si256();
-  for (int k = 0; k < S; ++k)
-    acc = KQ_DPBUSD(acc, wabs[k], _mm256_sign_epi8(bcast4(qa + 4 * k), w[k]));
-  return _mm256_mullo_epi32(acc, sc32);
+  for (int k = 0; k < S; ++k) acc = KQ_DPBUSD(acc, w[k], bcast4(qa + 4 * k));
+  return acc;
 #else
-  __m256i s16 = _mm256_maddubs_epi16(wabs[0], _mm256_sign_epi8(bcast4(qa), w[0]));
-  for (int k = 1; k < S; ++k)
-    s16 = _mm256_add_epi16(
-        s16, _mm256_maddubs_epi16(wabs[k], _mm256_sign_epi8(bcast4(qa + 4 * k), w[k])));
-  return _mm256_madd_epi16(s16, _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)));
+  constexpr int STEPS = 1 << (7 - B);  // 2 (2^B - 1) 127 STEPS < 2^15
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc = _mm256_setzero_si256();
+  for (int k0 = 0; k0 < S; k0 += STEPS) {
+    __m256i s16 = _mm256_maddubs_epi16(w[k0], bcast4(qa + 4 * k0));
+    for (int k = k0 + 1; k < k0 + STEPS && k < S; ++k)
+      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[k], bcast4(qa + 4 * k)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(s16, ones));
+  }
+  return acc;
 #endif
+}
+
+// [p, p + bytes) into L2 ahead of its use: a decode pass streams w from memory (2 blocks ahead,
+// Q5_0 8: a one-row pass over a 151936 x 1536 Q6_K matrix 30.5 -> 20-23 ms, one thread, here).
+// Past the end of w is harmless: a prefetch never faults.
+inline void prefetch(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char*)(p + o), _MM_HINT_T1);
 }
 
 inline void store_lanes(__m256 v, float* out, int64_t n0, int64_t N) {
@@ -142,14 +162,14 @@ template <int R>
 void q5_0_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
                int64_t n0, int64_t N) {
   const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  const __m256i sixteen = _mm256_set1_epi8(16), one = _mm256_set1_epi32(1);
   __m256 acc[R];
   for (int t = 0; t < R; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[0];
+    prefetch(blk + 8 * PACKED[0], PACKED[0]);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
     const __m256i hv = load(blk + Q5_HIGH);
-    __m256i nib[8], w[8], wabs[8];
+    __m256i nib[8], w[8];
     for (int q = 0; q < 4; ++q) {
       const __m256i raw = load(blk + Q5_NIB + 32 * q);
       nib[q] = _mm256_and_si256(raw, low);
@@ -163,13 +183,12 @@ void q5_0_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
     w[5] = _mm256_and_si256(move_bits<5, 4>(hv), bit4);
     w[6] = _mm256_and_si256(move_bits<6, 4>(hv), bit4);
     w[7] = _mm256_and_si256(move_bits<7, 4>(hv), bit4);
-    for (int k = 0; k < 8; ++k) {
-      w[k] = _mm256_sub_epi8(_mm256_or_si256(nib[k], w[k]), sixteen);
-      wabs[k] = _mm256_abs_epi8(w[k]);
-    }
+    for (int k = 0; k < 8; ++k) w[k] = _mm256_or_si256(nib[k], w[k]);  // q, 0 .. 31
     for (int t = 0; t < R; ++t) {
       const int64_t i = (r0 + t) * a.blocks + b;
-      const __m256i isum = dot_signed<8>(w, wabs, a.q + i * QK, one);
+      const int32_t offset = 16 * (a.sum16[2 * i] + a.sum16[2 * i + 1]);  // sum (q - 16) a
+      const __m256i isum =
+          _mm256_sub_epi32(dot_sums<8, 5>(w, a.q + i * QK), _mm256_set1_epi32(offset));
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])),
                                _mm256_cvtepi32_ps(isum), acc[t]);
     }
@@ -185,6 +204,7 @@ void q4_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
   for (int t = 0; t < R; ++t) { acc[t] = _mm256_setzero_ps(); mn[t] = _mm256_setzero_ps(); }
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[1];
+    prefetch(blk + 2 * PACKED[1], PACKED[1]);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(blk + Q4K_DMIN)));
     for (int c = 0; c < 4; ++c) {
@@ -216,29 +236,22 @@ template <int R, int T>
 inline void q6_k_block(const uint8_t* blk, int64_t b, const __m256i* lv, const __m256i* hv,
                        int half, int j, __m256 dw, Act a, int64_t r0, __m256* acc) {
   const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
-  const __m256i k32 = _mm256_set1_epi8(32);
-  __m256i w[8], wabs[8];
+  __m256i w[8];  // q, 0 .. 63
   for (int k = 0; k < 8; ++k) {
     const __m256i lo = _mm256_and_si256(half ? _mm256_srli_epi16(lv[k], 4) : lv[k], low);
-    const __m256i hi = _mm256_and_si256(move_bits<2 * T, 4>(hv[k]), two);
-    w[k] = _mm256_sub_epi8(_mm256_or_si256(lo, hi), k32);
-    wabs[k] = _mm256_abs_epi8(w[k]);
+    w[k] = _mm256_or_si256(lo, _mm256_and_si256(move_bits<2 * T, 4>(hv[k]), two));
   }
   const __m256i sa = bytes_i32(blk + Q6K_SC + 8 * (2 * j));
   const __m256i sb = bytes_i32(blk + Q6K_SC + 8 * (2 * j + 1));
-  // the AVX2 path's 16-bit halves of a lane take the scale's low 16 bits (sign included)
-  const __m256i mask = _mm256_set1_epi32(0xFFFF);
-#ifdef KQ_VNNI
-  const __m256i scA = sa, scB = sb;
-#else
-  const __m256i scA = _mm256_and_si256(sa, mask), scB = _mm256_and_si256(sb, mask);
-#endif
-  (void)mask;
   for (int t = 0; t < R; ++t) {
     const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
     const int8_t* qa = a.q + i * QK;
-    const __m256i p = _mm256_add_epi32(dot_signed<4>(w, wabs, qa, scA),
-                                       dot_signed<4>(w + 4, wabs + 4, qa + 16, scB));
+    // sc_a sum_lo (q - 32) a + sc_b sum_hi (q - 32) a
+    const __m256i oa = _mm256_set1_epi32(32 * a.sum16[2 * i]);
+    const __m256i ob = _mm256_set1_epi32(32 * a.sum16[2 * i + 1]);
+    const __m256i ia = _mm256_sub_epi32(dot_sums<4, 6>(w, qa), oa);
+    const __m256i ib = _mm256_sub_epi32(dot_sums<4, 6>(w + 4, qa + 16), ob);
+    const __m256i p = _mm256_add_epi32(_mm256_mullo_epi32(ia, sa), _mm256_mullo_epi32(ib, sb));
     acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])), _mm256_cvtepi32_ps(p),
                              acc[t]);
   }
@@ -251,6 +264,7 @@ void q6_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
   for (int t = 0; t < R; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[2];
+    prefetch(blk + 2 * PACKED[2], PACKED[2]);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
     for (int s = 0; s < 2; ++s) {
       __m256i hv[8], lv[8];
@@ -361,7 +375,14 @@ at::Tensor kq_mm(const at::Tensor& x_in, const at::Tensor& w, int64_t N, int64_t
   for (int64_t r = 0; r < M; ++r)
     spec_lsp_native::quantize_row(xp + r * K, G,
                                   spec_lsp_native::QRow{qp + r * K, dp + r * G, sp + r * G});
-  const Act a{qp, dp, sp, G};
+  at::Tensor xsum = at::empty({M, 2 * G}, x.options().dtype(at::kInt));
+  int32_t* up = xsum.data_ptr<int32_t>();
+  for (int64_t h = 0; h < 2 * M * G; ++h) {
+    int32_t sum = 0;
+    for (int e = 0; e < 16; ++e) sum += qp[16 * h + e];
+    up[h] = sum;
+  }
+  const Act a{qp, dp, sp, up, G};
   const int64_t nb = K / WEIGHTS[kind], gb = nb * PACKED[kind];
   const uint8_t* wp = w.data_ptr<uint8_t>();
   float* yp = y.data_ptr<float>();
