@@ -30,8 +30,8 @@ from spec_lsp.engine.gguf import BLOCK, Q4Blocks, Q8Blocks
 
 KINDS = {"q4_1": 20, "q8_0": 34}  # bytes per block of 32 weights (q4.cpp's kinds)
 GROUP = 8  # output rows interleaved together (the kernel's vector lanes)
-PACKED = {"q4_1": 160, "q8_0": 272} | {k: v[2] for k, v in kblocks.SPECS.items()}  # bytes per
-# group and block: GROUP blocks
+# bytes per group and block (GROUP blocks, packed)
+PACKED = {"q4_1": 160, "q8_0": 272} | {k: v[2] for k, v in kblocks.SPECS.items()}
 # kind -> (weights per block, bytes per block in the file)
 BLOCKS = {"q4_1": (32, 20), "q8_0": (32, 34)} | {k: v[:2] for k, v in kblocks.SPECS.items()}
 KIND_OF_GGML = {"Q4_1": "q4_1", "Q8_0": "q8_0", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0"}

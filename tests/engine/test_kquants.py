@@ -94,7 +94,6 @@ def test_dequantized_is_gguf_pys_bit_for_bit(kind: str) -> None:
     raw = _random_blocks(kind, 37, k, 3)
     ref = _gguf_dequantized(raw, kind, k)
     assert torch.equal(BlockLinear(raw, k, kind).dequantized(), ref)
-    assert torch.equal(qblocks.dequantize_rows(raw[5:9], kind, k), ref[5:9])
     codes = BlockLinear(raw, k, kind).codes()
     bits = {"q5_0": 5, "q4_k": 4, "q6_k": 6}[kind]
     assert codes.dtype == torch.uint8 and int(codes.max()) < 2**bits
@@ -102,6 +101,15 @@ def test_dequantized_is_gguf_pys_bit_for_bit(kind: str) -> None:
         d = raw.view(37, -1, 22)[..., :2].contiguous().view(torch.float16).float()
         w = d * (codes.view(37, -1, 32).float() - 16)
         assert torch.equal(w.view(37, k), ref)
+
+
+@pytest.mark.parametrize("kind", ["q4_1", "q8_0", *NEW_KINDS])
+def test_rows_for_an_embedding_are_gguf_pys(kind: str) -> None:
+    k = 512
+    raw = _random_blocks(kind, 20, k, 10)
+    assert torch.equal(
+        qblocks.dequantize_rows(raw[5:9], kind, k), _gguf_dequantized(raw, kind, k)[5:9]
+    )
 
 
 def test_gguf_pys_q5_0_quantization_is_taken_as_it_is() -> None:
@@ -201,3 +209,20 @@ def test_the_avx2_path_gives_the_vnni_paths_bits(tmp_path: Path) -> None:
     theirs = _run_path("avx2", tmp_path, [f"{__file__}::test_write_the_fixed_outputs"])
     for kind, y in _fixed_outputs().items():
         assert torch.equal(theirs[kind], y), kind
+
+
+def test_rows_for_an_embedding_without_the_native_kernels() -> None:
+    code = (
+        "import torch, sys; sys.path.insert(0, 'tests/engine'); "
+        "from test_kquants import _random_blocks, _gguf_dequantized; "
+        "from spec_lsp.engine import native, qblocks; "
+        "raw = _random_blocks('q6_k', 6, 512, 11); "
+        "print(native.available(), torch.equal(qblocks.dequantize_rows(raw, 'q6_k', 512), "
+        "_gguf_dequantized(raw, 'q6_k', 512)))"
+    )
+    env = {**os.environ, "SPEC_LSP_KERNELS": "torch"}
+    root = Path(__file__).parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", "True"]
