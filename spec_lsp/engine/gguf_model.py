@@ -184,13 +184,8 @@ class BlockEmbedding(nn.Module):
         self.register_buffer("raw", raw)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        from gguf import GGMLQuantizationType
-        from gguf.quants import dequantize
-
         flat = ids.reshape(-1).cpu()
-        rows = self.raw[flat].numpy()
-        values = dequantize(rows, GGMLQuantizationType[self.kind]).reshape(len(flat), -1)
-        out = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
+        out = qblocks.dequantize_rows(self.raw[flat], self.kind, self.embedding_dim)
         return out.to(self.dtype).view(*ids.shape, self.embedding_dim).to(ids.device)
 
     @property
@@ -238,8 +233,9 @@ def _linear(
     t = index.tensors[name]
     n, k = t.shape
     order = _row_order(index, name, config)
-    kind = qblocks.KIND_OF_GGML.get(t.kind) if hasattr(qblocks, "KIND_OF_GGML") else None
-    if kind is not None and device == "cpu" and native.available():
+    kind = qblocks.KIND_OF_GGML.get(t.kind)
+    fits = kind is not None and k % qblocks.block_weights(kind) == 0
+    if kind is not None and fits and device == "cpu" and native.available():
         raw = torch.from_numpy(np.array(index.matrix(path, name)))  # a copy: the map is dropped
         if order is not None:
             raw = raw[order]
@@ -316,5 +312,10 @@ def _embedding(
         embed = nn.Embedding(t.shape[0], t.shape[1], device="meta")
         embed.weight = nn.Parameter(_dense(index, path, t.name).to(device, dtype), False)
         return embed
+    kind = qblocks.KIND_OF_GGML.get(t.kind)
+    if kind is None:
+        embed = nn.Embedding(t.shape[0], t.shape[1], device="meta")
+        embed.weight = nn.Parameter(_dense(index, path, t.name).to(device, dtype), False)
+        return embed
     raw = torch.from_numpy(np.array(index.matrix(path, t.name)))
-    return BlockEmbedding(raw, t.kind, t.shape[1], dtype)
+    return BlockEmbedding(raw, kind, t.shape[1], dtype)

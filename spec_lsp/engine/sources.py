@@ -55,11 +55,11 @@ class ModelLoadError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("SPEC_LSP_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "spec-lsp"
+    """The user's model cache (`SPEC_LSP_CACHE`, else $XDG_CACHE_HOME/spec-lsp or ~/.cache/spec-lsp):
+    one definition, in the torch-free `fetch`."""
+    from spec_lsp.engine import fetch
+
+    return fetch.cache_dir()
 
 
 def bundled_gguf(name: str) -> Path:
@@ -126,8 +126,8 @@ def gguf_file(source: str, progress: Progress | None = None) -> Path:
     from spec_lsp.engine import fetch
 
     try:
-        if source.startswith("gguf:"):
-            return fetch.gguf_path(source.split(":", 1)[1], progress)
+        if source.startswith("gguf:"):  # a catalog name, or gguf:/a/path.gguf
+            return fetch.gguf_source(source, progress)
         return fetch.local_gguf(Path(source).expanduser())
     except fetch.FetchError as exc:
         raise ModelLoadError(str(exc)) from exc
@@ -178,7 +178,7 @@ def is_available_offline(source: str) -> bool:
     if source.startswith("gguf:"):
         from spec_lsp.engine import fetch
 
-        return fetch.is_cached(source.split(":", 1)[1])
+        return fetch.is_cached(source)
     if source.startswith("bundled:"):
         try:
             bundled_gguf(source.split(":", 1)[1])

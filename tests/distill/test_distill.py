@@ -14,6 +14,7 @@ from spec_lsp.distill.loop import DistillError, Teacher
 from spec_lsp.distill.train import distill
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.draft_model import SpecDraftForCausalLM, load_draft
+from spec_lsp.engine.engine import EngineOptions
 from spec_lsp.engine.loading import ModelLoadError
 from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
 from spec_lsp.presets import load_engine
@@ -54,7 +55,10 @@ def test_preset_with_distilled_draft_keeps_greedy_equality(trained, tmp_path: Pa
     cfg, _ = trained
     preset = tmp_path / "distilled.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{cfg.out}"\nmethod = "draft"\n')
-    engine = load_engine(str(preset), device="cpu")
+    # Drafting forced on (no confidence stop, no cost gate): a draft of a tiny target never pays
+    # on a CPU, and the gate would rightly step it aside; equality is what is tested here.
+    options = EngineOptions(method="draft", draft_min_confidence=0.0, min_gain=0.0)
+    engine = load_engine(str(preset), device="cpu", options=options)
     assert isinstance(engine.draft, SpecDraftForCausalLM)
     for prompt in PROMPTS:
         plain = engine.generate(GenerationRequest(prompt=prompt, max_new_tokens=24, method="off"))

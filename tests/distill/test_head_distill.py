@@ -79,7 +79,7 @@ def test_written_head_holds_no_embeddings_and_loads_through_a_preset_exactly(
     preset = tmp_path / "head.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{cfg.out}"\nmethod = "draft"\n')
     # Every draft proposed (no confidence gate), so that verification is exercised.
-    options = EngineOptions(method="draft", head_min_confidence=0.0)
+    options = EngineOptions(method="draft", head_min_confidence=0.0, min_gain=0.0)
     engine = load_engine(str(preset), device="cpu", options=options)
     assert isinstance(engine.draft, SpecHead) and engine.head is engine.draft
     # The head shares the target's embedding matrix rather than holding a copy.
