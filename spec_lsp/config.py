@@ -20,7 +20,7 @@ MODEL_FIELDS = ("preset", "device", "trust_remote_code")
 
 @dataclass(frozen=True)
 class Options:
-    preset: str = "bundled"
+    preset: str = "coder"  # the real code pair (models/coder.toml); "bundled" runs without a fetch
     device: str = "auto"
     max_tokens: int = 64
     debounce_ms: int = 0  # 0: adaptive

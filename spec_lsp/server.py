@@ -145,7 +145,10 @@ class SpecProtocol(LanguageServerProtocol):
 
 class SpecServer(LanguageServer):
     def __init__(
-        self, preset: str = "bundled", device: str = "auto", loader: LoaderFactory | None = None
+        self,
+        preset: str = Options.preset,
+        device: str = "auto",
+        loader: LoaderFactory | None = None,
     ) -> None:
         super().__init__(
             "spec-lsp",
@@ -348,7 +351,7 @@ def lsp_change(
 
 # -- handlers -----------------------------------------------------------------------------------
 def build_server(
-    preset: str = "bundled", device: str = "auto", loader: LoaderFactory | None = None
+    preset: str = Options.preset, device: str = "auto", loader: LoaderFactory | None = None
 ) -> SpecServer:
     """The server with every handler registered.
 

@@ -28,7 +28,7 @@ def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
     e = bsub.add_parser(
         "engine", help="engine modes vs transformers generate/assisted, same prompts"
     )
-    e.add_argument("--preset", default="bundled")
+    e.add_argument("--preset", default="coder")
     e.add_argument("--device", default="auto")
     e.add_argument("--max-new-tokens", type=int, default=64)
     e.add_argument(

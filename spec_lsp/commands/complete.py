@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "complete", help="print the suggestion at FILE:LINE:COL (1-based) and its stats"
     )
     p.add_argument("location", help="FILE:LINE:COL, 1-based line and column (characters)")
-    p.add_argument("--preset", default="bundled")
+    p.add_argument("--preset", default=Options.preset)
     p.add_argument("--device", default="auto")
     p.add_argument("--max-tokens", type=int, default=Options.max_tokens)
     p.add_argument("--method", choices=SPECULATION, default="auto")

@@ -22,7 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         " verify GGUF files (`models fetch coder`)",
     )
     fetch.add_argument(
-        "preset", nargs="*", default=["bundled"], help="presets (default: bundled) or gguf:NAME"
+        "preset",
+        nargs="*",
+        default=["coder"],
+        help="presets (default: coder, the default pair) or gguf:NAME",
     )
     fetch.set_defaults(func=cmd_fetch)
 

@@ -9,6 +9,8 @@ import os
 import sys
 from typing import NoReturn
 
+from spec_lsp.config import Options
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -16,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the language server (stdio by default)",
         description="Serve inline completions over LSP. Logs go to stderr or --log-file.",
     )
-    p.add_argument("--preset", default="bundled", help="model pair (models/*.toml, or tiny)")
+    p.add_argument("--preset", default=Options.preset, help="model pair (models/*.toml, or tiny)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")

@@ -166,6 +166,31 @@ def stored_format(model: torch.nn.Module) -> str:
     return f"gguf {'+'.join(kinds)}{' + float' if dense else ''}, native kernels"
 
 
+# Special tokens that end a generation wherever a vocabulary has them (as llama.cpp's end-of-
+# generation set): a FIM model answers a hole and then writes <|endoftext|> or starts another
+# FIM section; the GGUF's own eos (Qwen: <|im_end|>) alone would let it run on through them.
+END_TOKENS = (
+    "<|endoftext|>",
+    "<|im_end|>",
+    "<|fim_prefix|>",
+    "<|fim_suffix|>",
+    "<|fim_middle|>",
+    "<|fim_pad|>",
+    "<|file_sep|>",
+    "<|repo_name|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<|EOT|>",
+    "<EOT>",
+)
+
+
+def end_token_ids(tokenizer: Any) -> set[int]:
+    """The ids of `END_TOKENS` that are single special tokens of this vocabulary."""
+    vocab = tokenizer.get_vocab()
+    return {vocab[t] for t in END_TOKENS if t in vocab}
+
+
 def draft_kind(source: str) -> str:
     """ "head", "decoder" (a distilled draft) or "model" (any other causal LM)."""
     config = Path(source) / "config.json"
@@ -312,6 +337,7 @@ def load_engine(
         report("measuring verification cost", 0.85)
         opts = replace(opts, verify_cost=pass_costs(target, opts.k_max + 1))
     engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name)
+    engine.eos_ids |= end_token_ids(tokenizer)
     engine.weights, engine.tokenizer_source = weights, tokenizer_source
     if random_weights:
         engine.vocab_limit = min(m.config.vocab_size for m in (target, draft) if m is not None)

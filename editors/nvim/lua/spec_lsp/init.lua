@@ -1,6 +1,6 @@
 --- spec-lsp for Neovim: inline completions (ghost text) from the spec-lsp language server.
 ---
----   require("spec_lsp").setup({ init_options = { preset = "bundled" } })
+---   require("spec_lsp").setup({ init_options = { preset = "coder" } })
 ---
 --- This module wires the parts together: options (config), the client (lsp), keys and accepts
 --- (suggestion), the ghost text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), the
