@@ -4,13 +4,14 @@
 #
 # A native build (-DGGML_NATIVE=ON: every instruction this CPU has) goes into build-native and must
 # pass a smoke test (`--version` and a few greedy tokens on the bundled GGUF, under a timeout): a
-# -DGGML_NATIVE=ON build once crashed at generation on this machine class. Where it fails, the
+# -DGGML_NATIVE=ON build dies with SIGILL on some machines (on a Xeon with AMX in a Firecracker VM,
+# at its first AMX tile instruction, `tilezero` in ggml's AMX matmul). Where it fails, the
 # portable build (AVX2/FMA/F16C, no AVX-512) in build/ is used instead. The one that ran is linked as
 # $CACHE/llama-server (spec_lsp.benchmarks.llama_cpp.server_binary() looks there first) and
 # $CACHE/llama-server.build says which, in the line this script prints. The last line printed is the
 # binary's path. A cache moved to another CPU smoke-tests its native build again.
 set -euo pipefail
-PY=$(realpath "${PY:-.venv/bin/python}")
+PY=$(realpath -s "${PY:-.venv/bin/python}")  # -s: a venv's python stays the venv's
 CACHE=${SPEC_LSP_TOOLS:-$HOME/.cache/spec-lsp-tools}/llama.cpp
 PORTABLE=$CACHE/build/bin/llama-server
 NATIVE=$CACHE/build-native/bin/llama-server
@@ -50,7 +51,10 @@ import sys
 from pathlib import Path
 from spec_lsp.benchmarks.llama_cpp import smoke_test
 from spec_lsp.engine.sources import bundled_gguf
-print(smoke_test(Path(sys.argv[1]), bundled_gguf("smollm2-135m-instruct")))
+try:
+    print(smoke_test(Path(sys.argv[1]), bundled_gguf("smollm2-135m-instruct")))
+except RuntimeError as exc:  # its first line says why: "llama-server exited (killed by SIGILL)"
+    sys.exit(str(exc).splitlines()[0])
 ' "$1" 2>&1); then
     echo "generation: $(tail -n1 <<<"$out" | cut -c1-300)"
     return 1
@@ -106,7 +110,8 @@ else
       select_build "$NATIVE" "native build (-DGGML_NATIVE=ON on $cpu: ${flags% }; smoke test passed)"
     fi
   else
-    why="the build failed: $(tail -n1 "$CACHE/build-native.err" | cut -c1-300)"
+    why="the build failed: $( (grep -m1 -E '(error|Error)[: ]' "$CACHE/build-native.err" ||
+      tail -n1 "$CACHE/build-native.err") | cut -c1-300)"
   fi
   mkdir -p "$CACHE/build-native"
   printf '%s\n%s\n' "$signature" "$why" >"$FAILED"
@@ -117,6 +122,7 @@ if [ ! -x "$PORTABLE" ]; then
   build build -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_FMA=ON -DGGML_F16C=ON
 fi
 if ! portable_why=$(smoke "$PORTABLE"); then
+  rm -f "$FAILED"  # both failing says more about this environment than the native build
   echo "llama-server: the portable build failed its smoke test too: $portable_why" >&2
   exit 1
 fi

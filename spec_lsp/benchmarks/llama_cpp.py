@@ -107,7 +107,8 @@ def running(
     binary: Path, gguf: Path, threads: int, extra: list[str], start_timeout: float = 120
 ) -> Iterator[str]:
     """A llama-server on 127.0.0.1 for the duration of the block; yields its base URL. A server
-    that dies (at start or mid-request) raises RuntimeError with its exit reason and log tail."""
+    that dies (at start or mid-request) raises RuntimeError: its exit reason on the first line,
+    then the tail of its log."""
     port = _free_port()
     cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["-t", str(threads), "-tb", str(threads), "-c", "4096", "-np", "1", *extra]
@@ -120,7 +121,7 @@ def running(
             while True:
                 if proc.poll() is not None:
                     raise RuntimeError(
-                        f"llama-server exited ({exit_reason(proc.returncode)}): {_tail(log)}"
+                        f"llama-server exited ({exit_reason(proc.returncode)})\n{_tail(log)}"
                     )
                 try:
                     with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
@@ -137,7 +138,7 @@ def running(
             if proc.poll() is None:
                 raise
             raise RuntimeError(
-                f"llama-server died ({exit_reason(proc.returncode)}): {_tail(log)}"
+                f"llama-server died ({exit_reason(proc.returncode)})\n{_tail(log)}"
             ) from exc
         finally:
             proc.terminate()
