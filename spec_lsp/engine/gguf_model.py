@@ -226,7 +226,13 @@ def _row_order(index: GGUFIndex, gguf_name: str, config: Any) -> torch.Tensor | 
 
 
 def _linear(
-    index: GGUFIndex, path: Path, name: str, config: Any, device: str, dtype: torch.dtype
+    index: GGUFIndex,
+    path: Path,
+    name: str,
+    config: Any,
+    device: str,
+    dtype: torch.dtype,
+    blocks: bool = True,
 ) -> nn.Module:
     """The layer of a GGUF matrix: its blocks for the native kernels where they read the type,
     else de-quantized."""
@@ -235,7 +241,7 @@ def _linear(
     order = _row_order(index, name, config)
     kind = qblocks.KIND_OF_GGML.get(t.kind)
     fits = kind is not None and k % qblocks.block_weights(kind) == 0
-    if kind is not None and fits and device == "cpu" and native.available():
+    if blocks and kind is not None and fits and device == "cpu" and native.available():
         raw = torch.from_numpy(np.array(index.matrix(path, name)))  # a copy: the map is dropped
         if order is not None:
             raw = raw[order]
@@ -259,8 +265,10 @@ def load_model(
     device: str = "cpu",
     dtype: torch.dtype = torch.float32,
     index_cache: Path | None = None,
+    blocks: bool = True,
 ) -> Any:
-    """transformers' causal LM for the file's architecture, its layers the file's blocks."""
+    """transformers' causal LM for the file's architecture, its layers the file's blocks (with
+    `blocks` False: de-quantized to `dtype`, the reference a bench compares the blocks with)."""
     from transformers import AutoModelForCausalLM
 
     index = read_index(path, index_cache)
@@ -277,7 +285,7 @@ def load_model(
             base.embed_tokens = _embedding(index, path, config, device, dtype)
             continue
         if name == "output.weight":
-            model.lm_head = _linear(index, path, name, config, device, dtype)
+            model.lm_head = _linear(index, path, name, config, device, dtype, blocks)
             continue
         owner = model.get_submodule(parent_name)
         part = name.split(".")[-2]
@@ -285,7 +293,7 @@ def load_model(
             setattr(
                 model.get_submodule(module_name),
                 parent_name.rsplit(".", 1)[-1],
-                _linear(index, path, name, config, device, dtype),
+                _linear(index, path, name, config, device, dtype, blocks),
             )
         elif leaf == "bias" and part in LAYER_NAMES:
             bias = _vector(index, path, name, config).to(device)
@@ -295,7 +303,7 @@ def load_model(
         else:  # norms
             owner.weight = nn.Parameter(_vector(index, path, name, config).to(device), False)
     if config.tie_word_embeddings:
-        model.lm_head = _linear(index, path, "token_embd.weight", config, device, dtype)
+        model.lm_head = _linear(index, path, "token_embd.weight", config, device, dtype, blocks)
     with torch.device(device):
         base.rotary_emb = type(base.rotary_emb)(config=config)
     left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]

@@ -105,6 +105,11 @@ class LoadSpec:
         kind = device.split(":")[0]
         return self.weights.get(kind) or self.dtype.get(kind, "float32")
 
+    def keeps_blocks(self, device: str) -> bool:
+        """Whether a GGUF source runs its own blocks on `device`: unless the preset names a float
+        format there (`[weights] cpu = "float32"`: de-quantized, e.g. a bench's reference)."""
+        return self.weights.get(device.split(":")[0]) not in ("float32", "bfloat16")
+
     def output_format(self, device: str) -> str:
         fmt = self.weight_format(device)
         # int4 for the output too costs top-1 agreement (its rows are Q8_0 in the bundled GGUF).
@@ -253,7 +258,15 @@ def load_draft(
         decoder = draft_model.load_draft(Path(spec.draft), dtype)
         return cast(PreTrainedModel, cast(Any, decoder).to(device))
     random_config = spec.draft_config if random_weights else None
-    return load_model(spec.draft, device, dtype, spec.trust_remote_code, progress, random_config)
+    return load_model(
+        spec.draft,
+        device,
+        dtype,
+        spec.trust_remote_code,
+        progress,
+        random_config,
+        gguf_blocks=spec.keeps_blocks(device),
+    )
 
 
 def warm_up(engine: SpecEngine) -> None:
@@ -312,7 +325,15 @@ def load_engine(
         tokenizer_source = spec.target
     report(f"loading target {spec.target} on {dev}", 0.3)
     target_cfg = spec.target_config if random_weights else None
-    target = load_model(spec.target, dev, dtype, spec.trust_remote_code, progress, target_cfg)
+    target = load_model(
+        spec.target,
+        dev,
+        dtype,
+        spec.trust_remote_code,
+        progress,
+        target_cfg,
+        gguf_blocks=spec.keeps_blocks(dev),
+    )
     draft = None
     if spec.draft:
         if not random_weights:

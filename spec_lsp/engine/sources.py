@@ -273,9 +273,11 @@ def load_model(
     progress: Progress | None = None,
     random_config: Path | None = None,
     vocab_size: int | None = None,
+    gguf_blocks: bool = True,
 ) -> PreTrainedModel:
     """A causal LM from a source; with `random_config` (a config.json), that architecture with
-    random weights instead (`--random-weights`: timing only)."""
+    random weights instead (`--random-weights`: timing only). A GGUF source keeps its blocks
+    unless `gguf_blocks` is False (de-quantized: a float reference)."""
     if source.startswith("builtin:tiny"):
         layers = 2 if source.endswith("target") else 1
         tiny = tiny_model(layers, seed=1234 + layers, vocab_size=vocab_size or 49152)
@@ -294,7 +296,7 @@ def load_model(
             if progress:
                 progress(f"reading {path.name}'s blocks", 0.5)
             index = gguf_meta_dir(path) / "index.json"
-            return gguf_model.load_model(path, device, dtype, index)
+            return gguf_model.load_model(path, device, dtype, index, blocks=gguf_blocks)
         model = AutoModelForCausalLM.from_pretrained(
             source_path(source, progress), dtype=dtype, trust_remote_code=trust_remote_code
         )

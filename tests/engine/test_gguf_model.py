@@ -84,3 +84,17 @@ def test_a_file_of_another_architecture_is_refused_clearly(tmp_path: Path) -> No
     w.close()
     with pytest.raises(ValueError, match="architecture 'gpt2'"):
         gguf_model.load_model(path)
+
+
+def test_a_preset_naming_float32_weights_gets_the_file_de_quantized(tmp_path: Path) -> None:
+    from spec_lsp.engine import qblocks
+    from spec_lsp.engine.loading import LoadSpec
+    from spec_lsp.engine.sources import load_model
+
+    path = write_tiny(tmp_path / "m.gguf", "qwen2")
+    spec = LoadSpec(name="t", target=str(path), weights={"cpu": "float32"})
+    assert not spec.keeps_blocks("cpu") and LoadSpec(name="t", target=str(path)).keeps_blocks("cpu")
+    model = load_model(str(path), "cpu", torch.float32, gguf_blocks=spec.keeps_blocks("cpu"))
+    assert not any(isinstance(m, qblocks.BlockLinear) for m in model.modules())
+    with torch.inference_mode():
+        assert torch.equal(model(input_ids=IDS).logits[0], _reference(path))
