@@ -23,9 +23,10 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import compact, draft_model, lean, native, quant
+from spec_lsp.engine import compact, draft_model, native, quant
 from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
+from spec_lsp.engine.forward import FORWARDS, choose_forwards
 from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
@@ -46,7 +47,7 @@ from spec_lsp.engine.sources import (
     tiny_model,
     vocab_fingerprint,
 )
-from spec_lsp.engine.timing import pass_costs
+from spec_lsp.engine.timing import pass_costs, warm_up
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,6 @@ __all__ = [
     "tiny_model",
     "vocab_fingerprint",
 ]
-
-
-FORWARDS = ("lean", "transformers")
 
 
 @dataclass(frozen=True)
@@ -269,22 +267,6 @@ def load_draft(
     )
 
 
-def warm_up(engine: SpecEngine) -> None:
-    with torch.inference_mode():
-        ids = torch.tensor([[1, 2, 3, 4]], device=engine.target.device)
-        decoder = lean.lean_of(engine.target)
-        if decoder is not None:
-            decoder.forward([1, 2, 3, 4], decoder.new_cache(), keep=4)
-        else:
-            engine.target(input_ids=ids)
-        if engine.head is not None:
-            h = engine.head.config.hidden_size
-            feats = torch.zeros(1, 4, h, device=engine.target.device, dtype=engine.head.dtype)
-            engine.head(feats, ids, torch.arange(4, device=ids.device)[None])
-        elif engine.draft is not None:
-            engine.draft(input_ids=ids)
-
-
 def timing_tokenizer(spec: LoadSpec, progress: Progress | None = None) -> tuple[Any, str]:
     """For random weights (timing only): the target's tokenizer where this machine has it, else
     the bundled one standing in, without asking a hub (a machine with no hub access times the
@@ -343,21 +325,19 @@ def load_engine(
     if dev == "cpu" and not native.compiled():
         report("compiling the engine's CPU kernels (once per machine, under a minute)", 0.75)
     native.available()
-    report(f"weights: {spec.weight_format(dev)}", 0.8)
+    stored = is_gguf(spec.target) and spec.keeps_blocks(dev) and not random_weights
+    report(f"weights: {'as the GGUF file stores them' if stored else spec.weight_format(dev)}", 0.8)
     weights = apply_weights(spec, target, draft, dev, random_weights)
     if spec.forward not in FORWARDS:
         raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} (known: {FORWARDS})")
     if dev == "cpu":  # before `lean` takes references to the tensors
         compact.own_storage(*(m for m in (target, draft) if isinstance(m, torch.nn.Module)))
-    if spec.forward == "lean":
-        for model in (target, draft):
-            if isinstance(model, PreTrainedModel):
-                lean.attach(model)
+    forwards = choose_forwards(target, draft, spec.forward, dev)  # once: nothing on the models
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
     if not opts.verify_cost and spec.measure_verify:
         report("measuring verification cost", 0.85)
-        opts = replace(opts, verify_cost=pass_costs(target, opts.k_max + 1))
-    engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name)
+        opts = replace(opts, verify_cost=pass_costs(forwards.target, opts.k_max + 1))
+    engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name, forwards=forwards)
     engine.eos_ids |= end_token_ids(tokenizer)
     engine.weights, engine.tokenizer_source = weights, tokenizer_source
     if random_weights:
