@@ -220,6 +220,8 @@ class SpecServer(LanguageServer):
             "error": error or (engine or {}).get("message"),
             "target": info.target if info else "",
             "draft": info.draft if info else None,
+            "forward": info.forward if info else None,
+            "kernels": info.kernels if info else None,
             "engine": engine,
         }
 
@@ -472,7 +474,7 @@ def build_server(
         if ls.service is None:
             raise JsonRpcInvalidParams("spec-lsp/stats before initialize")
         status = ls.status()
-        model = {k: status[k] for k in ("preset", "device", "state")}
+        model = {k: status[k] for k in ("preset", "device", "state", "forward", "kernels")}
         return ls.service.stats_wire(model)
 
     @server.feature(STATUS)

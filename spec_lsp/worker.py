@@ -62,7 +62,8 @@ def release_free_memory() -> bool:
 @dataclass(frozen=True)
 class ModelInfo:
     """What the app knows of the loaded pair, from its preset: names for status, and the prompt
-    format (FIM family, context budget)."""
+    format (FIM family, context budget); from a local engine, the forward and kernel family it
+    chose at load (`engine.forward`)."""
 
     preset: str = ""
     device: str = ""
@@ -70,9 +71,11 @@ class ModelInfo:
     draft: str | None = None
     fim: str = "none"
     context_tokens: int = 2048
+    forward: str | None = None  # "lean" or "transformers" (a local engine's)
+    kernels: str | None = None  # "native-vnni", "native-avx2", "native-plain" or "torch"
 
     @classmethod
-    def of(cls, preset: Preset, device: str) -> ModelInfo:
+    def of(cls, preset: Preset, device: str, engine: Any = None) -> ModelInfo:
         return cls(
             preset=preset.name,
             device=device,
@@ -80,6 +83,8 @@ class ModelInfo:
             draft=preset.draft,
             fim=preset.fim,
             context_tokens=preset.context_tokens,
+            forward=getattr(engine, "forward", None),
+            kernels=getattr(engine, "kernels", None),
         )
 
 
@@ -100,7 +105,7 @@ def engine_loader(options: Options) -> Loader:
             trust_remote_code=options.trust_remote_code,
             progress=progress,
         )
-        return engine, ModelInfo.of(preset, engine.device)
+        return engine, ModelInfo.of(preset, engine.device, engine)
 
     return load
 

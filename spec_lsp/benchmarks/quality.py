@@ -24,7 +24,8 @@ def held_out_texts(count: int = 6, chars: int = 3000) -> list[str]:
 
 @torch.inference_mode()
 def top1_agreement(model: Any, reference: Any, encode: Any, max_tokens: int = 512) -> float | None:
-    """Share of positions where both models' greedy next token is the same."""
+    """Share of positions where both models' greedy next token is the same (`model`: the forward
+    the engine runs it with, or a bare model)."""
     same = total = 0
     for text in held_out_texts():
         ids = torch.tensor([encode(text)[:max_tokens]], device=model.device)
@@ -41,11 +42,12 @@ def _greedy(model: Any, ids: torch.Tensor) -> torch.Tensor:
     """The model's greedy next token at every position of `ids` [1, n], computed the way decoding
     computes it: with the engine's lean forward, in passes of decode size (the packed kernels and
     row-by-row attention that a keystroke's passes run), else one transformers forward."""
-    from spec_lsp.engine.lean import EXACT_ROWS, lean_of
+    from spec_lsp.engine.forward import TransformersForward, as_forward
+    from spec_lsp.engine.lean import EXACT_ROWS
 
-    decoder = lean_of(model)
-    if decoder is None:
-        return model(input_ids=ids).logits[0].argmax(-1)
+    decoder = as_forward(model)  # the engine's forward of the model, or transformers'
+    if isinstance(decoder, TransformersForward):
+        return decoder.model(input_ids=ids).logits[0].argmax(-1)
     tokens, cache, out = ids[0].tolist(), decoder.new_cache(), []
     for start in range(0, len(tokens), EXACT_ROWS):
         chunk = tokens[start : start + EXACT_ROWS]

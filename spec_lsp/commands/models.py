@@ -1,4 +1,5 @@
-"""`spec-lsp models list|fetch`: the presets under models/ and whether each is available offline;
+"""`spec-lsp models list|fetch`: the presets under models/, whether each is available offline and
+the kernel family a local pair runs on on this CPU (`forward.planned_kernel_family`: no compiling);
 fetching a preset's models into the cache (the bundled model converted, `gguf:` files downloaded
 and verified by `engine.fetch`, which is torch-free)."""
 
@@ -31,9 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from spec_lsp.engine.forward import planned_kernel_family  # no compiling: the build's flags
     from spec_lsp.engine.loading import is_available_offline  # gguf: sources: fetch.is_cached
     from spec_lsp.presets import list_presets, weights_label
 
+    family, built = planned_kernel_family()
+    kernels = family if built else f"{family}*"
     rows = []
     for p in list_presets():
         sources = [p.resolve(p.target)] + ([p.resolve(p.draft)] if p.draft else [])
@@ -49,6 +53,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 if p.backend
                 else f"{weights_label(p, 'cpu')}/{weights_label(p, 'cuda')}",
                 "backend": p.backend.kind if p.backend else "local",
+                # The kernels a local pair's packed layers run on on this machine's CPU.
+                "kernels": None if p.backend else kernels,
                 "offline": p.backend is None and all(is_available_offline(s) for s in sources),
                 "description": p.description,
             }
@@ -59,13 +65,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max([len("preset"), *(len(str(r["name"])) for r in rows)])
     print(
         f"{'preset':<{width}} {'offline':<8} {'method':<7} {'fim':<10} {'weights cpu/cuda':<18} "
-        "target / draft"
+        f"{'kernels cpu':<13} target / draft"
     )
     for r in rows:
         pair = f"{r['target']} / {r['draft'] or '-'}"
         print(
             f"{r['name']:<{width}} {_where(r):<8} {r['method']:<7} {r['fim']:<10} "
-            f"{r['weights']:<18} {pair}"
+            f"{r['weights']:<18} {r['kernels'] or '-':<13} {pair}"
+        )
+    if not built:
+        print(
+            f"* {family}: compiled at the first load (without a C++ compiler: torch)",
+            file=sys.stderr,
         )
     return 0
 

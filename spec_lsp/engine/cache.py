@@ -5,23 +5,22 @@ goes through `advance(tokens)`: the state keeps the longest common prefix of wha
 `tokens`, drops the rest (rollback after a rejected draft is the same operation), and runs only the
 new tail. Because the caller always passes the *canonical* tokenization of its full context, BPE
 merges that move near the cursor are handled for free: a token whose text changed simply stops
-matching, and the tail from there is re-evaluated.
+matching, and the tail from there is re-evaluated. The forward that runs a model is the one the
+engine chose for it at load (`forward.Forward`: the lean one or transformers'), handed in.
 
 Knows nothing about drafting, tokenizers or documents' text.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
-from transformers import DynamicCache, PreTrainedModel
 
-from spec_lsp.engine.lean import LEAN_ATTR, LeanCache, LeanDecoder
+from spec_lsp.engine.forward import Forward, as_forward
 
 
 def common_prefix_len(a: list[int], b: list[int]) -> int:
@@ -36,17 +35,30 @@ def common_prefix_len(a: list[int], b: list[int]) -> int:
     return i
 
 
-def kv_bytes_per_token(model: Any) -> int:
+def kv_bytes_per_token(model: Any, dtype: torch.dtype | None = None) -> int:
     """Bytes of KV cache (keys and values, every layer) one token costs `model`, in the dtype its
-    cache holds (the lean forward's `kv_dtype`: float16 over GGUF blocks; else the model's)."""
-    lean: LeanDecoder | None = getattr(model, LEAN_ATTR, None)
-    dtype = lean.kv_dtype if lean is not None else model.dtype
+    cache holds (its forward's `kv_dtype`: float16 for the lean forward over GGUF blocks; by
+    default the model's)."""
+    dtype = dtype or model.dtype
     config = model.config
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
     heads = getattr(cfg, "num_attention_heads", 1)
     kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     return int(2 * cfg.num_hidden_layers * kv_heads * head_dim * dtype.itemsize)
+
+
+def tokens_for_budget(engine: Any, options: Any) -> int:
+    """Cached tokens that fit in `options.kv_budget_mb` of KV (keys + values, every layer, of the
+    engine's target and draft model, in the dtypes their forwards cache; a feature head's recorded
+    target features), bounded below so that one full-context document always fits."""
+    forwards = engine.forwards
+    per_token = kv_bytes_per_token(engine.target, forwards.target.kv_dtype)
+    if engine.draft_model is not None and forwards.draft is not None:
+        per_token += kv_bytes_per_token(engine.draft_model, forwards.draft.kv_dtype)
+    if engine.head is not None:  # the target's recorded features, one vector per token
+        per_token += engine.head.config.hidden_size * engine.target.dtype.itemsize
+    return max(int(options.kv_budget_mb * 2**20 / per_token), options.context_tokens + 256)
 
 
 def advance_chunked(
@@ -71,40 +83,19 @@ class Advance:
     fed: int  # tokens run through the model
 
 
-def _feature_hook(module: torch.nn.Module, args: object, output: object) -> None:
-    hidden = getattr(output, "last_hidden_state", None)
-    if hidden is None and isinstance(output, tuple):
-        hidden = output[0]
-    module._spec_lsp_features = hidden  # type: ignore[assignment]
-
-
-def enable_features(model: PreTrainedModel) -> torch.nn.Module:
-    """Makes every forward of `model` record its final (normed) hidden states, all positions, on
-    its base model (one hook per model, however many states use it); returns the base model."""
-    base: torch.nn.Module = model.base_model
-    if not getattr(base, "_spec_lsp_hooked", False):
-        base.register_forward_hook(_feature_hook)
-        base._spec_lsp_hooked = True  # type: ignore[assignment]
-    return base
-
-
 class ModelState:
     """One model's KV cache and the token ids it covers; with `features`, also the model's final
     hidden state at every covered position (what a feature draft head reads)."""
 
-    def __init__(self, model: PreTrainedModel, features: bool = False) -> None:
-        self.model = model
-        # The engine's own forward when the model has one (`lean.attach`), else transformers'.
-        self._lean: LeanDecoder | None = getattr(model, LEAN_ATTR, None)
+    def __init__(self, forward: Forward | torch.nn.Module, features: bool = False) -> None:
+        # The forward the engine chose for the model at load (`forward.choose_forward`); a bare
+        # model runs transformers' forward.
+        self.forward: Forward = as_forward(forward)
         self._track = features
-        self._base = enable_features(model) if features and self._lean is None else None
         # Tracked features live in a buffer that grows by doubling, so that appending the few
         # tokens of a keystroke or a verify step does not copy the whole context each time.
         self._buffer: torch.Tensor | None = None
-        # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
-        params = inspect.signature(model.forward).parameters
-        self._cache_kw = "cache" if "cache" in params else "past_key_values"
-        self.cache: DynamicCache | LeanCache | None = None
+        self.cache: Any = None  # the forward's own: a `LeanCache` or a `DynamicCache`
         self.tokens: list[int] = []
 
     def __len__(self) -> int:
@@ -153,39 +144,15 @@ class ModelState:
         # At least the last `keep` tokens must run to produce their logits.
         reuse = min(common_prefix_len(self.tokens, tokens), len(tokens) - keep)
         self.truncate(reuse)
-        if self._lean is not None:
-            return self._advance_lean(self._lean, tokens, keep)
         if self.cache is None:
-            self.cache = DynamicCache(config=self.model.config)
+            self.cache = self.forward.new_cache()
         reuse = len(self.tokens)
         fed = tokens[reuse:]
-        device = self.model.device
-        out = self.model(
-            input_ids=torch.tensor([fed], dtype=torch.long, device=device),
-            **{self._cache_kw: self.cache},
-            use_cache=True,
-            logits_to_keep=keep,
-            output_hidden_states=hidden,
-        )
-        self.tokens = list(tokens)
-        if self._base is not None:
-            self._store_features(reuse, self._base._spec_lsp_features[0].detach())  # type: ignore[index]
-        last_hidden = out.hidden_states[-1][0, -keep:] if hidden else None
-        return Advance(
-            logits=out.logits[0, -keep:].float(), hidden=last_hidden, reused=reuse, fed=len(fed)
-        )
-
-    def _advance_lean(self, lean: LeanDecoder, tokens: list[int], keep: int) -> Advance:
-        if self.cache is None:
-            self.cache = lean.new_cache()
-        assert isinstance(self.cache, LeanCache)
-        reuse = len(self.tokens)
-        fed = tokens[reuse:]
-        logits, last, every = lean.forward(fed, self.cache, keep, all_hidden=self._track)
+        logits, last, every = self.forward.forward(fed, self.cache, keep, all_hidden=self._track)
         self.tokens = list(tokens)
         if every is not None:
             self._store_features(reuse, every)
-        return Advance(logits=logits, hidden=last, reused=reuse, fed=len(fed))
+        return Advance(logits=logits, hidden=last if hidden else None, reused=reuse, fed=len(fed))
 
 
 class DraftState(Protocol):

@@ -25,7 +25,7 @@ from spec_lsp.engine.cache import (
     ModelState,
     advance_chunked,
     common_prefix_len,
-    kv_bytes_per_token,
+    tokens_for_budget,
 )
 from spec_lsp.engine.drafters import (
     Drafter,
@@ -34,6 +34,7 @@ from spec_lsp.engine.drafters import (
     ModelDrafter,
     NgramDrafter,
 )
+from spec_lsp.engine.forward import Forwards
 from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
@@ -86,20 +87,24 @@ class SpecEngine:
         draft: PreTrainedModel | SpecHead | None = None,
         options: EngineOptions | None = None,
         name: str = "",
+        forwards: Forwards | None = None,
     ) -> None:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
+        # The forward each model runs with and the kernels under them, chosen once at load
+        # (`forward.choose_forward`); an engine built from bare models runs transformers'.
+        self.forwards = forwards or Forwards.of(target, draft)
+        self.forward, self.kernels = self.forwards.name, self.forwards.kernels  # for status
         # A feature head drafts from the target's hidden states instead of running on its own.
         self.head = draft if isinstance(draft, SpecHead) else None
         self.draft_model = None if isinstance(draft, SpecHead) else draft
         self.options = options or EngineOptions()
-        self.options = replace(self.options, draft_cost=measured_draft_cost(self.options, draft))
+        timed = self.forwards.draft or draft  # a draft model's forward, or the feature head
+        self.options = replace(self.options, draft_cost=measured_draft_cost(self.options, timed))
         self.name, self.weights = name, str(target.dtype).removeprefix("torch.")  # loading sets
         self.tokenizer_source = ""  # where loading took the tokenizer from (a stand-in's says so)
         self.device = str(target.device)
         self.vocab_limit: int | None = None  # random weights: a vocabulary under the tokenizer's
-        max_tokens = self.options.max_cached_tokens or self._tokens_for_budget(
-            self.options.kv_budget_mb
-        )
+        max_tokens = self.options.max_cached_tokens or tokens_for_budget(self, self.options)
         self.docs = DocumentStates(self.options.max_docs, max_tokens)
         self._ngram = NgramDrafter(self.options.ngram_max)
         self._model_drafter: ModelDrafter | HeadDrafter = (
@@ -114,15 +119,6 @@ class SpecEngine:
         cfg_eos = getattr(target.generation_config, "eos_token_id", None)
         eos += cfg_eos if isinstance(cfg_eos, list) else [cfg_eos]
         self.eos_ids: set[int] = {i for i in eos if isinstance(i, int)}
-
-    def _tokens_for_budget(self, megabytes: float) -> int:
-        """Cached tokens that fit in `megabytes` of KV (keys + values, every layer)."""
-        models = [m for m in (self.target, self.draft) if m is not None]
-        per_token = sum(kv_bytes_per_token(m) for m in models)
-        if self.head is not None:  # the target's recorded features, one vector per token
-            per_token += self.head.config.hidden_size * self.target.dtype.itemsize
-        # Bounded below so that at least one full-context document always fits.
-        return max(int(megabytes * 2**20 / per_token), self.options.context_tokens + 256)
 
     # -- Backend interface -------------------------------------------------------------------
 
@@ -190,18 +186,18 @@ class SpecEngine:
     def _draft_state(self, target: ModelState) -> ModelState | HeadDraftState:
         if self.head is not None:
             return HeadDraftState(self.head, target)
-        assert self.draft_model is not None
-        return ModelState(self.draft_model)
+        assert self.forwards.draft is not None
+        return ModelState(self.forwards.draft)
 
     def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
         drafting = self.draft is not None and method in ("draft", "both")
         features = self.head is not None  # the head reads the target's features
         if request.doc_id is None or not request.reuse_kv:
-            target = ModelState(self.target, features)
+            target = ModelState(self.forwards.target, features)
             return DocState(target, self._draft_state(target) if drafting else None)
         state = self.docs.get(request.doc_id)
         if state is None:
-            state = DocState(ModelState(self.target, features), None)
+            state = DocState(ModelState(self.forwards.target, features), None)
             self.docs.put(request.doc_id, state)
         if drafting and state.draft is None:
             state.draft = self._draft_state(state.target)

@@ -22,7 +22,9 @@ model's own modules and weights and runs the same mathematics with:
   of several of torch's ops), each row on its own, so the same holds.
 
 `LeanDecoder.supports(model)` says whether a loaded model can run here; the engine falls back to
-transformers' forward otherwise. Knows nothing of drafting, documents or presets.
+transformers' forward otherwise (`forward.choose_forward`, once at load: a `LeanDecoder` is a
+`forward.Forward`, kept by the engine, never on the model). Knows nothing of drafting, documents or
+presets.
 """
 
 from __future__ import annotations
@@ -44,23 +46,6 @@ ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depend
 EXACT_ROWS = quant.PREFILL_ROWS
 GROW = 256  # the cache grows by this many positions at a time
 KEY_PAD = 32  # positions of padding at the end of each key row (64 bytes in float16)
-LEAN_ATTR = "_spec_lsp_lean"  # where `attach` puts a model's LeanDecoder
-
-
-def attach(model: nn.Module) -> bool:
-    """Gives `model` a `LeanDecoder` (which `cache.ModelState` then runs) when it can have one
-    (`LeanDecoder.supports`, on a CPU); returns whether it did."""
-    device = next(model.parameters()).device
-    if lean_of(model) is not None:
-        return True
-    if device.type != "cpu" or not LeanDecoder.supports(model):
-        return False
-    object.__setattr__(model, LEAN_ATTR, LeanDecoder(model))
-    return True
-
-
-def lean_of(model: nn.Module) -> LeanDecoder | None:
-    return getattr(model, LEAN_ATTR, None)
 
 
 class LeanCache:
@@ -139,7 +124,10 @@ class _Layer:
 
 
 class LeanDecoder:
-    """The forward of a loaded Llama-family causal LM over `LeanCache`s."""
+    """The forward of a loaded Llama-family causal LM over `LeanCache`s (built once per model:
+    it fuses the model's layers in place)."""
+
+    name = "lean"
 
     def __init__(self, model: Any) -> None:
         if not self.supports(model):
@@ -147,6 +135,7 @@ class LeanDecoder:
         cfg = model.config
         base = model.model
         self.passes = 0  # forwards run (what a bench counts)
+        self.vocab_size = int(cfg.vocab_size)
         self.heads = int(cfg.num_attention_heads)
         self.kv_heads = int(cfg.num_key_value_heads or self.heads)
         self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads)
@@ -167,7 +156,7 @@ class LeanDecoder:
         for layer in base.layers:
             attn, mlp = layer.self_attn, layer.mlp
             if isinstance(attn.q_proj, compact.FusedSlice):
-                raise ValueError("this model's layers are fused already: use lean.attach / lean_of")
+                raise ValueError("this model's layers are fused already: it has its LeanDecoder")
             q = fusion.permute_rows(attn.q_proj, order_q)
             k = fusion.permute_rows(attn.k_proj, order_k)
             qkv = fusion.concat_rows([q, k, attn.v_proj])

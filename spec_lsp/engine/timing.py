@@ -1,52 +1,43 @@
 """What a target pass costs, measured on the loaded model: the curve adaptive k plans with.
 
-`pass_costs(model, n_max)` times a forward over n = 1..n_max new tokens after a cached context
-(the shape of a verification pass), the best of a few runs each, in milliseconds.
+`pass_costs(forward, n_max)` times a model's forward (the one the engine runs it with) over
+n = 1..n_max new tokens after a cached context (the shape of a verification pass), the best of a
+few runs each, in milliseconds.
 `draft_step_cost(draft)` times one draft step the same way (a draft model's pass over one token, or
 a feature head's step and output layer): the per-token price the draft gate weighs against the
-target's curve.
+target's curve. `warm_up(engine)` runs each model's first pass at load.
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any
 
 import torch
-from transformers import DynamicCache
 
+from spec_lsp.engine.forward import as_forward
 from spec_lsp.engine.head import HeadState, SpecHead
-from spec_lsp.engine.lean import LeanDecoder, lean_of
 
 
 @torch.inference_mode()
 def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tuple[float, ...]:
-    """[n - 1]: milliseconds of one forward over n new tokens after `context` cached ones."""
-    vocab = int(model.config.get_text_config().vocab_size)
+    """[n - 1]: milliseconds of one forward over n new tokens after `context` cached ones.
+    `model` is the `forward.Forward` the engine runs it with (a bare model: transformers')."""
+    forward = as_forward(model)
     gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, vocab, (1, context + n_max), generator=gen).to(model.device)
-    lean = lean_of(model)
-    if lean is not None:
-        return _lean_costs(lean, ids[0].tolist(), context, n_max, reps)
-    cache = DynamicCache(config=model.config)
-    # transformers 5.x renames `past_key_values` to `cache` (the old name warns until 5.40).
-    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    model(input_ids=ids[:, :context], **{kw: cache}, use_cache=True, logits_to_keep=1)
+    ids = torch.randint(0, forward.vocab_size, (context + n_max,), generator=gen).tolist()
+    cuda = forward.device.type == "cuda"
+    cache = forward.new_cache()
+    forward.forward(ids[:context], cache)
     costs = []
     for n in range(1, n_max + 1):
         best = float("inf")
         for _ in range(reps):
-            if model.device.type == "cuda":
+            if cuda:
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            model(
-                input_ids=ids[:, context : context + n],
-                **{kw: cache},
-                use_cache=True,
-                logits_to_keep=n,
-            )
-            if model.device.type == "cuda":
+            forward.forward(ids[context : context + n], cache, keep=n)
+            if cuda:
                 torch.cuda.synchronize()
             best = min(best, time.perf_counter() - t)
             cache.crop(-n)  # transformers 5: a negative count drops the last n
@@ -54,26 +45,10 @@ def pass_costs(model: Any, n_max: int, context: int = 64, reps: int = 3) -> tupl
     return tuple(costs)
 
 
-def _lean_costs(
-    lean: LeanDecoder, ids: list[int], context: int, n_max: int, reps: int
-) -> tuple[float, ...]:
-    cache = lean.new_cache()
-    lean.forward(ids[:context], cache)
-    costs = []
-    for n in range(1, n_max + 1):
-        best = float("inf")
-        for _ in range(reps):
-            t = time.perf_counter()
-            lean.forward(ids[context : context + n], cache, keep=n)
-            best = min(best, time.perf_counter() - t)
-            cache.crop(-n)
-        costs.append(best * 1000)
-    return tuple(costs)
-
-
 @torch.inference_mode()
 def draft_step_cost(draft: Any, context: int = 64, reps: int = 3) -> float:
-    """Milliseconds of one draft step after `context` cached tokens, measured like `pass_costs`."""
+    """Milliseconds of one draft step after `context` cached tokens, measured like `pass_costs`
+    (`draft`: a feature head, or a draft model's forward)."""
     if not isinstance(draft, SpecHead):
         return pass_costs(draft, 1, context, reps)[0]
     state = HeadState(draft)
@@ -89,3 +64,19 @@ def draft_step_cost(draft: Any, context: int = 64, reps: int = 3) -> float:
         best = min(best, time.perf_counter() - t)
         state.crop(context)
     return best * 1000
+
+
+@torch.inference_mode()
+def warm_up(engine: Any) -> None:
+    """One short pass of each of a `SpecEngine`'s models through the forward it runs with (or the
+    feature head's step), so that the first keystroke's pass finds them warm."""
+    ids = [1, 2, 3, 4]
+    for forward in (engine.forwards.target, engine.forwards.draft):
+        if forward is not None:
+            forward.forward(ids, forward.new_cache(), keep=4)
+    if engine.head is not None:
+        device = engine.target.device
+        feats = torch.zeros(
+            1, 4, engine.head.config.hidden_size, device=device, dtype=engine.head.dtype
+        )
+        engine.head(feats, torch.tensor([ids], device=device), torch.arange(4, device=device)[None])

@@ -29,5 +29,5 @@ def random_draft():  # type: ignore[no-untyped-def]
     return tiny_model(layers=1, seed=99, vocab_size=49152)
 
 
-def make_engine(target, tokenizer, draft=None, **options) -> SpecEngine:  # type: ignore[no-untyped-def]
-    return SpecEngine(target, tokenizer, draft, EngineOptions(**options))
+def make_engine(target, tokenizer, draft=None, forwards=None, **options) -> SpecEngine:  # type: ignore[no-untyped-def]
+    return SpecEngine(target, tokenizer, draft, EngineOptions(**options), forwards=forwards)

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from spec_lsp.engine import compact, lean, quant
+from spec_lsp.engine.forward import choose_forward
 from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.qblocks import BlockLinear
 from spec_lsp.engine.sources import load_model, tiny_model
@@ -65,9 +66,8 @@ def test_fused_slices_keep_transformers_forward_and_drop_the_copies() -> None:
     ids = torch.randint(0, 256, (1, 9), generator=torch.Generator().manual_seed(1))
     before = model(input_ids=ids).logits
     bytes_before = quant.weight_bytes(model)
-    assert lean.attach(model)
-    decoder = lean.lean_of(model)
-    assert decoder is not None
+    decoder = choose_forward(model, "lean", "cpu")
+    assert isinstance(decoder, lean.LeanDecoder)
     attn = model.model.layers[0].self_attn
     assert isinstance(attn.q_proj, compact.FusedSlice)
     assert isinstance(model.model.layers[0].mlp.up_proj, compact.FusedSlice)
@@ -78,8 +78,8 @@ def test_fused_slices_keep_transformers_forward_and_drop_the_copies() -> None:
         packed = isinstance(module, quant.Int4Linear | BlockLinear)
         assert not (name.endswith(separate) and packed), name
     assert quant.weight_bytes(model) < 1.1 * bytes_before
-    assert lean.attach(model)  # a second attach keeps the first decoder
-    assert lean.lean_of(model) is decoder
+    with pytest.raises(ValueError, match="fused already"):  # one LeanDecoder per model
+        lean.LeanDecoder(model)
     # The lean forward computes the same function (its KV cache in float32 here: in float16, as
     # it keeps it over GGUF blocks, the rounding moves this random model's int8 activations).
     half = decoder.kv_dtype

@@ -8,6 +8,7 @@ from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
 from spec_lsp.engine import fusion, lean, native, quant
 from spec_lsp.engine.cache import ModelState, kv_bytes_per_token
+from spec_lsp.engine.forward import TransformersForward, choose_forward
 from spec_lsp.engine.sources import tiny_model
 
 
@@ -81,10 +82,11 @@ def test_cache_grows_across_steps_and_rollback_only_moves_length() -> None:
     assert torch.equal(before, again)
 
 
-def test_model_state_runs_lean_when_attached_and_matches_transformers() -> None:
+def test_model_state_runs_the_forward_it_is_given_and_lean_matches_transformers() -> None:
     plain, fast = _model(seed=5), _model(seed=5)
-    assert lean.attach(fast)
-    a, b = ModelState(plain, features=True), ModelState(fast, features=True)
+    lean_forward = choose_forward(fast, "lean", "cpu")
+    assert isinstance(lean_forward, lean.LeanDecoder)
+    a, b = ModelState(plain, features=True), ModelState(lean_forward, features=True)
     ids = _ids(30, seed=4)
     for end in (20, 26, 24, 30):  # grow, roll back, grow again
         ra, rb = a.advance(ids[:end], keep=2), b.advance(ids[:end], keep=2)
@@ -98,9 +100,9 @@ def test_model_state_runs_lean_when_attached_and_matches_transformers() -> None:
 def test_other_architectures_keep_transformers_forward() -> None:
     gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64)).eval()
     assert not lean.LeanDecoder.supports(gpt2)
-    assert not lean.attach(gpt2)
-    assert lean.lean_of(gpt2) is None
-    state = ModelState(gpt2)
+    forward = choose_forward(gpt2, "lean", "cpu")
+    assert isinstance(forward, TransformersForward) and forward.name == "transformers"
+    state = ModelState(forward)
     assert state.advance([1, 2, 3]).logits.shape == (1, 64)
 
 
@@ -142,10 +144,9 @@ def test_qwen2_with_biases_matches_transformers_and_bfloat16_models_keep_theirs(
 
 def test_the_kv_budget_counts_the_bytes_the_cache_holds() -> None:
     model = _model("int4")
-    float32_bytes = kv_bytes_per_token(model)  # no lean forward yet: the model's dtype
-    assert lean.attach(model)
-    decoder = lean.lean_of(model)
-    assert decoder is not None
+    float32_bytes = kv_bytes_per_token(model)  # transformers' forward: the model's dtype
+    decoder = choose_forward(model, "lean", "cpu")
     half = decoder.kv_dtype == torch.float16  # GGUF blocks on the native kernels
     assert half == native.available()
-    assert kv_bytes_per_token(model) == (float32_bytes // 2 if half else float32_bytes)
+    got = kv_bytes_per_token(model, decoder.kv_dtype)
+    assert got == (float32_bytes // 2 if half else float32_bytes)

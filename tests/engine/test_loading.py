@@ -72,13 +72,11 @@ def test_tiny_preset_loads_a_draft_and_target_with_all_methods() -> None:
 
 
 def test_a_preset_picks_the_forward_and_a_wrong_one_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from spec_lsp.engine.lean import lean_of
-
-    assert lean_of(load_engine("tiny", device="cpu").target) is not None  # the default: lean
+    assert load_engine("tiny", device="cpu").forward == "lean"  # the default
     plain = tmp_path / "plain.toml"
     plain.write_text('target = "builtin:tiny-target"\nforward = "transformers"\n')
     assert load_preset(str(plain)).load_spec().forward == "transformers"
-    assert lean_of(load_engine(str(plain), device="cpu").target) is None
+    assert load_engine(str(plain), device="cpu").forward == "transformers"
     wrong = tmp_path / "wrong.toml"
     wrong.write_text('target = "builtin:tiny-target"\nforward = "fast"\n')
     with pytest.raises(PresetError, match="forward must be one of lean, transformers"):

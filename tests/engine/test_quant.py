@@ -117,6 +117,7 @@ def test_torch_kernels_keep_speculation_exact(target, tokenizer, monkeypatch):  
     """Where the native kernels are not built (or are turned off), int4 runs on torch's packed
     kernel and the lean forward on torch's ops: speculation stays identical to that target."""
     from spec_lsp.engine import lean, native
+    from spec_lsp.engine.forward import choose_forwards
 
     monkeypatch.setenv("SPEC_LSP_KERNELS", "torch")
     native.available.cache_clear()
@@ -124,11 +125,14 @@ def test_torch_kernels_keep_speculation_exact(target, tokenizer, monkeypatch):  
         quantized = copy.deepcopy(target)
         assert apply_format(quantized, "int4", output="int8") == "int4 (output int8)"
         assert isinstance(quantized.model.layers[0].mlp.up_proj, Int4Linear)
-        assert lean.attach(quantized)
-        decoder = lean.lean_of(quantized)
-        assert decoder is not None and not decoder.native
         draft = copy.deepcopy(target)
-        engine = make_engine(quantized, tokenizer, draft, k=4, k_max=8, draft_min_confidence=0.0)
+        forwards = choose_forwards(quantized, draft, "lean", "cpu")
+        decoder = forwards.target
+        assert isinstance(decoder, lean.LeanDecoder) and not decoder.native
+        assert forwards.kernels == "torch"
+        engine = make_engine(
+            quantized, tokenizer, draft, forwards, k=4, k_max=8, draft_min_confidence=0.0
+        )
         for prompt in CODE_PROMPTS:
             assert run(engine, prompt, "both").token_ids == run(engine, prompt, "off").token_ids
     finally:
