@@ -65,11 +65,9 @@ class ModeResult:
 class ForwardCounter:
     """Forward passes of a model: transformers' forwards (a hook) and the engine's lean ones."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        from spec_lsp.engine.lean import lean_of
-
+    def __init__(self, model: torch.nn.Module, forward: Any = None) -> None:
         self._hooked = 0
-        self._lean = lean_of(model)
+        self._lean = forward if getattr(forward, "name", "") == "lean" else None
         self._lean_start = self._lean.passes if self._lean is not None else 0
         self._handle = model.register_forward_hook(self._hook)
 
@@ -89,7 +87,7 @@ def run_engine_mode(
     engine: SpecEngine, prompts: list[Prompt], method: str, max_new: int
 ) -> ModeResult:
     result = ModeResult(decode_seconds=0.0)
-    counter = ForwardCounter(engine.target)
+    counter = ForwardCounter(engine.target, engine.forwards.target)
     try:
         for p in prompts:
             t = time.perf_counter()
@@ -230,7 +228,9 @@ def float32_reference(
     plain.vocab_limit = engine.vocab_limit
     row = run_engine_mode(plain, prompts, "off", max_new).summary(None)
     agreement = (
-        None if random_weights else top1_agreement(engine.target, plain.target, engine.encode)
+        None
+        if random_weights
+        else top1_agreement(engine.forwards.target, plain.target, engine.encode)
     )
     return row, agreement
 
@@ -239,7 +239,8 @@ def verify_cost(engine: SpecEngine) -> dict[str, Any]:
     """A target pass over 8 tokens against a pass over 1 (the loaded curve, else measured now)."""
     from spec_lsp.engine.timing import pass_costs
 
-    curve = pass_costs(engine.target, 8)  # measured again here, beside the bench's own runs
+    # Measured again here, beside the bench's own runs, through the forward the engine runs.
+    curve = pass_costs(engine.forwards.target, 8)
     return {
         "ms_1": round(curve[0], 2),
         "ms_8": round(curve[7], 2),
@@ -284,6 +285,8 @@ def main(
         "preset": engine.name,
         "device": engine.device,
         "weights": engine.weights,
+        "forward": engine.forward,
+        "kernels": engine.kernels,
         "random_weights": random_weights,
         "tokenizer": engine.tokenizer_source,
         "max_new_tokens": max_new,
@@ -313,6 +316,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"weights: {report['weights']}   threads: {report['torch_threads']}   "
         f"device: {report['device']}"
     )
+    print(f"forward: {report.get('forward')}   kernels: {report.get('kernels')}")
     if report.get("random_weights"):
         print(f"random weights (timing only); tokenizer: {report.get('tokenizer')}")
     print(format_table(modes))
