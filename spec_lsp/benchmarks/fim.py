@@ -15,6 +15,8 @@ equals the canonical solution's), tokens generated, latency (request to answer),
 suggestion and the hole span lines. llama-server rows (a binary from `make bench-peers` and a
 GGUF given with `gguf`) send `input_prefix`/`input_suffix` to `/infill`, greedy, `cache_prompt`
 off, the same max tokens; its raw output fills the hole in one row, its first line in another.
+The report's `drafting` sums the engine's drafting counters over the problems (acceptance on
+completion traffic, not on the engine bench's prompts).
 """
 
 from __future__ import annotations
@@ -137,6 +139,11 @@ def progress(log: IO[str], name: str, rows: list[Row], total: int) -> None:
     )
 
 
+# GenerationStats counters summed over the problems: acceptance measured on completion traffic.
+DRAFT_COUNTS = ["generated_tokens", "target_forwards", "proposed_tokens", "accepted_tokens"]
+DRAFT_COUNTS += ["draft_rounds", "gated_rounds", "draft_forwards"]
+
+
 async def _spec_lsp_rows(
     problems: list[Problem], options: Options, timeout_s: float, log: IO[str]
 ) -> tuple[list[Row], dict[str, Any]]:
@@ -149,6 +156,7 @@ async def _spec_lsp_rows(
         print(message, file=log)
 
     rows: list[Row] = []
+    drafting: dict[str, float] = dict.fromkeys(DRAFT_COUNTS, 0)  # drafting on real traffic
     async with local_service(options, recorder, say) as (service, info, error):
         if service is None:
             raise FimError(f"the model did not load: {error}")
@@ -163,9 +171,14 @@ async def _spec_lsp_rows(
             service.did_close(uri)  # no other problem's code in the next prompt
             text = "" if suggestion is None else suggestion.text
             tokens = recorder.last.stats.generated_tokens if recorder.last is not None else 0
+            if recorder.last is not None:
+                for key in DRAFT_COUNTS:
+                    drafting[key] += int(getattr(recorder.last.stats, key, 0) or 0)
             rows.append(await asyncio.to_thread(_judge, problem, text, tokens, ms, timeout_s))
             progress(log, "spec-lsp", rows, len(problems))
-        about = {"preset": info.preset, "device": info.device}
+        proposed = drafting["proposed_tokens"]
+        drafting["acceptance"] = round(drafting["accepted_tokens"] / proposed, 3) if proposed else 0
+        about = {"preset": info.preset, "device": info.device, "drafting": drafting}
     return rows, about
 
 
@@ -328,4 +341,6 @@ def main(
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(table(report))
+    if report.get("drafting"):
+        print("drafting over the problems:", report["drafting"])
     return 0
