@@ -48,6 +48,7 @@ from spec_lsp.engine.sources import (
     vocab_fingerprint,
 )
 from spec_lsp.engine.timing import pass_costs, warm_up
+from spec_lsp.engine.vocabulary import check_vocab, end_token_ids
 
 log = logging.getLogger(__name__)
 
@@ -169,31 +170,6 @@ def stored_format(model: torch.nn.Module) -> str:
     return f"gguf {'+'.join(kinds)}{' + float' if dense else ''}, native kernels"
 
 
-# Special tokens that end a generation wherever a vocabulary has them (as llama.cpp's end-of-
-# generation set): a FIM model answers a hole and then writes <|endoftext|> or starts another
-# FIM section; the GGUF's own eos (Qwen: <|im_end|>) alone would let it run on through them.
-END_TOKENS = (
-    "<|endoftext|>",
-    "<|im_end|>",
-    "<|fim_prefix|>",
-    "<|fim_suffix|>",
-    "<|fim_middle|>",
-    "<|fim_pad|>",
-    "<|file_sep|>",
-    "<|repo_name|>",
-    "<|eot_id|>",
-    "<|end_of_text|>",
-    "<|EOT|>",
-    "<EOT>",
-)
-
-
-def end_token_ids(tokenizer: Any) -> set[int]:
-    """The ids of `END_TOKENS` that are single special tokens of this vocabulary."""
-    vocab = tokenizer.get_vocab()
-    return {vocab[t] for t in END_TOKENS if t in vocab}
-
-
 def draft_kind(source: str) -> str:
     """ "head", "decoder" (a distilled draft) or "model" (any other causal LM)."""
     config = Path(source) / "config.json"
@@ -201,18 +177,6 @@ def draft_kind(source: str) -> str:
         return "model"
     model_type = json.loads(config.read_text()).get("model_type")
     return {HEAD_TYPE: "head", draft_model.MODEL_TYPE: "decoder"}.get(model_type, "model")
-
-
-def check_vocab(target_tok: Any, draft_tok: Any, target: str, draft: str) -> None:
-    """Refuses a draft whose tokenizer does not map text to the same ids as the target's."""
-    tv, dv = target_tok.get_vocab(), draft_tok.get_vocab()
-    if tv != dv:
-        only_t = len(set(tv.items()) - set(dv.items()))
-        raise ModelLoadError(
-            f"draft {draft} does not share the target {target}'s vocabulary "
-            f"({len(dv)} vs {len(tv)} tokens, {only_t} target entries differ): speculative decoding "
-            "needs a draft from the same model family (same tokenizer)"
-        )
 
 
 def check_draft_vocab(tokenizer: Any, spec: LoadSpec, progress: Progress | None) -> None:
@@ -286,6 +250,36 @@ def timing_tokenizer(spec: LoadSpec, progress: Progress | None = None) -> tuple[
     return load_tokenizer(BUILTIN_TOKENIZER, False, progress), f"{BUILTIN_TOKENIZER} (stand-in)"
 
 
+def load_pair(
+    spec: LoadSpec,
+    tokenizer: Any,
+    dev: str,
+    dtype: torch.dtype,
+    progress: Progress | None,
+    random_weights: bool,
+) -> tuple[PreTrainedModel, PreTrainedModel | SpecHead | None]:
+    """The target and its draft (or None), the draft's vocabulary checked against the target's."""
+    report = progress or (lambda _m, _f: None)
+    report(f"loading target {spec.target} on {dev}", 0.3)
+    target_cfg = spec.target_config if random_weights else None
+    target = load_model(
+        spec.target,
+        dev,
+        dtype,
+        spec.trust_remote_code,
+        progress,
+        target_cfg,
+        gguf_blocks=spec.keeps_blocks(dev),
+    )
+    draft = None
+    if spec.draft:
+        if not random_weights:
+            check_draft_vocab(tokenizer, spec, progress)
+        report(f"loading draft {spec.draft}", 0.7)
+        draft = load_draft(spec, target, dev, dtype, progress, random_weights)
+    return target, draft
+
+
 def load_engine(
     spec: LoadSpec,
     device: str = "auto",
@@ -305,23 +299,7 @@ def load_engine(
     else:
         tokenizer = load_tokenizer(spec.target, spec.trust_remote_code, progress)
         tokenizer_source = spec.target
-    report(f"loading target {spec.target} on {dev}", 0.3)
-    target_cfg = spec.target_config if random_weights else None
-    target = load_model(
-        spec.target,
-        dev,
-        dtype,
-        spec.trust_remote_code,
-        progress,
-        target_cfg,
-        gguf_blocks=spec.keeps_blocks(dev),
-    )
-    draft = None
-    if spec.draft:
-        if not random_weights:
-            check_draft_vocab(tokenizer, spec, progress)
-        report(f"loading draft {spec.draft}", 0.7)
-        draft = load_draft(spec, target, dev, dtype, progress, random_weights)
+    target, draft = load_pair(spec, tokenizer, dev, dtype, progress, random_weights)
     if dev == "cpu" and not native.compiled():
         report("compiling the engine's CPU kernels (once per machine, under a minute)", 0.75)
     native.available()
@@ -333,6 +311,8 @@ def load_engine(
     if dev == "cpu":  # before `lean` takes references to the tensors
         compact.own_storage(*(m for m in (target, draft) if isinstance(m, torch.nn.Module)))
     forwards = choose_forwards(target, draft, spec.forward, dev)  # once: nothing on the models
+    if dev == "cpu":
+        compact.release_free_memory()  # the load's temporaries (packing, fusion)
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
     if not opts.verify_cost and spec.measure_verify:
         report("measuring verification cost", 0.85)
