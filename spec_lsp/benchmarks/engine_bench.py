@@ -217,11 +217,18 @@ def float32_reference(
     from dataclasses import replace
 
     from spec_lsp.benchmarks.quality import top1_agreement
-    from spec_lsp.engine.loading import load_engine
+    from spec_lsp.engine.loading import is_gguf, load_engine
 
     plain = load_engine(
         # Today's float32 target as the issue measured it: transformers' own forward.
-        replace(spec, draft=None, weights={}, measure_verify=False, forward="transformers"),
+        # (A GGUF target named float32 is de-quantized: the float reference of its blocks.)
+        replace(
+            spec,
+            draft=None,
+            weights={engine.device: "float32"} if is_gguf(spec.target) else {},
+            measure_verify=False,
+            forward="transformers",
+        ),
         device=engine.device,
         random_weights=random_weights,
     )

@@ -21,11 +21,14 @@ def tools_dir() -> Path:
 
 
 def find_llama_server() -> Path | None:
+    """`$SPEC_LSP_LLAMA_SERVER`, else the build `make bench-peers` chose (native where it ran,
+    linked as llama.cpp/llama-server), else the portable build."""
     explicit = os.environ.get("SPEC_LSP_LLAMA_SERVER")
-    path = (
-        Path(explicit) if explicit else tools_dir() / "llama.cpp" / "build" / "bin" / "llama-server"
+    base = tools_dir() / "llama.cpp"
+    paths = (
+        [Path(explicit)] if explicit else [base / "llama-server", base / "build/bin/llama-server"]
     )
-    return path if path.is_file() and os.access(path, os.X_OK) else None
+    return next((p for p in paths if p.is_file() and os.access(p, os.X_OK)), None)
 
 
 def free_port() -> int:
