@@ -1,8 +1,8 @@
 """`spec-lsp bench fim`: fill-in-the-middle quality on HumanEval infilling, through the server's
 own completion pipeline, with llama-server's `/infill` on the same problems as a peer.
 
-Each problem's document is `prompt + suffix`, languageId python, opened in the `CompletionService`
-that `spec-lsp complete` uses (`commands.complete.local_service`: a local inference worker, the
+Each problem's document (`opened`: prompt, the empty line of the hole, suffix), languageId python,
+is opened in the `CompletionService` that `spec-lsp complete` uses (`commands.complete.local_service`: a local inference worker, the
 model loaded once for all problems, the server's default options but `prefetch`, which a
 one-request document has no use for). The cursor is at the hole, the end of `prompt`; the
 request is an explicitly invoked one (`complete(..., invoked=True)`: the first item an editor
@@ -15,8 +15,7 @@ equals the canonical solution's), tokens generated, latency (request to answer),
 suggestion and the hole span lines. llama-server rows (a binary from `make bench-peers` and a
 GGUF given with `gguf`) send `input_prefix`/`input_suffix` to `/infill`, greedy, `cache_prompt`
 off, the same max tokens; its raw output fills the hole in one row, its first line in another.
-The report's `drafting` sums the engine's drafting counters over the problems (acceptance on
-completion traffic, not on the engine bench's prompts).
+`drafting` sums the engine's drafting counters (acceptance on completion traffic).
 """
 
 from __future__ import annotations
@@ -75,15 +74,21 @@ def read_problems(path: Path, offset: int = 0, limit: int | None = None) -> list
     return problems
 
 
+def opened(problem: Problem) -> str:
+    """The document at the hole: a hole of whole lines (a prompt that ends a line, as all of
+    HumanEval's) is the empty line the user is about to write, the cursor at its start."""
+    prompt, suffix = problem["prompt"], problem["suffix"]
+    return prompt + ("\n" if prompt.endswith("\n") else "") + suffix
+
+
 def hole(prompt: str) -> tuple[int, int]:
     """The 0-based (line, character) position at the end of `prompt`."""
-    line = prompt.count("\n")
-    return line, len(prompt) - (prompt.rfind("\n") + 1)
+    return prompt.count("\n"), len(prompt) - (prompt.rfind("\n") + 1)
 
 
 def inline_edit(text: str, line: int, character: int) -> Edit:
-    """The server's inline item for a suggestion at (line, character) (`server.lsp_inline_item`:
-    insertText over an empty range at the cursor; tests hold the two equal)."""
+    """The server's inline item at (line, character): insertText over an empty range (as
+    `server.lsp_inline_item`; tests hold the two equal)."""
     return Edit((line, character), (line, character), text)
 
 
@@ -97,7 +102,6 @@ def _offset(document: str, position: tuple[int, int]) -> int:
 
 
 def apply_edit(document: str, edit: Edit) -> str:
-    """The document after the editor applies `edit`."""
     start, end = _offset(document, edit.start), _offset(document, edit.end)
     return document[:start] + edit.text + document[end:]
 
@@ -106,7 +110,7 @@ def _judge(problem: Problem, text: str, tokens: int, ms: float, timeout_s: float
     """The row for suggestion `text` at the problem's hole, applied as the editor applies the
     server's inline item."""
     edit = inline_edit(text, *hole(problem["prompt"]))
-    document = apply_edit(problem["prompt"] + problem["suffix"], edit)
+    document = apply_edit(opened(problem), edit)
     return score(problem, document, edit.text, tokens, ms, timeout_s)
 
 
@@ -163,7 +167,7 @@ async def _spec_lsp_rows(
         for n, problem in enumerate(problems):
             uri = f"file:///spec-lsp-fim/{n}/{problem['task_id'].replace('/', '_')}.py"
             line, character = hole(problem["prompt"])
-            service.did_open(uri, "python", 1, problem["prompt"] + problem["suffix"])
+            service.did_open(uri, "python", 1, opened(problem))
             recorder.last = None  # an answer from a cache generates nothing
             start = time.perf_counter()
             suggestion = await service.complete(uri, line, character, "utf-32", invoked=True)

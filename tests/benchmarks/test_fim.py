@@ -117,11 +117,19 @@ def test_an_edit_replaces_its_range_before_and_after_the_cursor() -> None:
 def test_the_answer_lands_at_the_hole(problems: list[fim.Problem]) -> None:
     for p in problems:
         line, character = fim.hole(p["prompt"])
-        document = p["prompt"] + p["suffix"]
         edit = fim.inline_edit("HOLE", line, character)
-        assert fim.apply_edit(document, edit) == p["prompt"] + "HOLE" + p["suffix"]
+        assert fim.apply_edit(fim.opened(p), edit) == p["prompt"] + "HOLE\n" + p["suffix"]
     assert fim.hole("ab\ncde") == (1, 3)
     assert fim.hole("ab\n") == (1, 0)
+
+
+def test_a_one_line_answer_without_its_newline_fills_the_empty_line_of_the_hole(
+    problems: list[fim.Problem],
+) -> None:
+    """As an editor shows ghost text on an empty line: the line's text, no newline."""
+    single = next(p for p in problems if not fim_exec.spans_lines(p["canonical_solution"]))
+    row = fim._judge(single, single["canonical_solution"].rstrip("\n"), 5, 1.0, 10.0)
+    assert row.passed and row.exact_first_line
 
 
 def test_a_row_judges_the_filled_document(problems: list[fim.Problem]) -> None:
