@@ -71,10 +71,10 @@ clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
 # llama.cpp's llama-server, built once from llama-cpp-python's sdist into ~/.cache/spec-lsp-tools
-# (~7-15 min on 2 cores); `bench engine` then adds llama_cpp rows. Not part of `make test`.
-# llama.cpp's llama-server, built once from llama-cpp-python's sdist into ~/.cache/spec-lsp-tools
-# (~7-15 min on 2 cores; seconds once cached): the engine bench's llama_cpp rows and the remote
-# backend's e2e tests use it. Part of `make setup`, so the build never runs inside a test's time.
+# (~7-15 min on 2 cores per build; seconds once cached): a native build (-DGGML_NATIVE=ON) where
+# it passes a smoke test, else the portable AVX2 one; the script says which. The engine and FIM
+# benches' llama-server rows and the remote backend's e2e tests use it. Part of `make setup`, so
+# the build never runs inside a test's time.
 bench-peers: install
 	bash tools/build_llama_server.sh
 
