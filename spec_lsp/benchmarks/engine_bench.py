@@ -175,9 +175,12 @@ def run(
         assistant = engine.draft
     if assistant is not None:
         print("hf_assisted_draft...", file=log)
-        modes["hf_assisted_draft"] = run_hf_mode(
-            engine, prompts, max_new, assistant_model=assistant
-        ).summary(reference.outputs)
+        try:
+            modes["hf_assisted_draft"] = run_hf_mode(
+                engine, prompts, max_new, assistant_model=assistant
+            ).summary(reference.outputs)
+        except ValueError as exc:  # e.g. transformers 5.17 refuses vocabularies of two sizes
+            print(f"hf_assisted_draft: skipped (transformers refused: {exc})", file=log)
     elif engine.head is not None:
         print(
             "hf_assisted_draft: skipped (the draft is a feature head; pass --assistant MODEL "
