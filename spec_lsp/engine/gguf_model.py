@@ -208,7 +208,8 @@ def _dense(index: GGUFIndex, path: Path, name: str) -> torch.Tensor:
         dtype = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}[t.kind]
         flat = np.frombuffer(np.ascontiguousarray(raw).tobytes(), dtype=dtype)
         if t.kind == "BF16":
-            return torch.from_numpy(flat.astype(np.int16).copy()).view(torch.bfloat16).float()
+            bf16 = torch.from_numpy(flat.astype(np.int16)).view(torch.bfloat16)
+            return bf16.float().reshape(t.shape)
         return torch.from_numpy(flat.astype(np.float32)).reshape(t.shape)
     values = dequantize(np.ascontiguousarray(raw), GGMLQuantizationType[t.kind])
     return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(t.shape)
@@ -316,12 +317,8 @@ def _embedding(
     index: GGUFIndex, path: Path, config: Any, device: str, dtype: torch.dtype
 ) -> nn.Module:
     t = index.tensors["token_embd.weight"]
-    if t.kind in ("F32", "F16", "BF16") or device != "cpu":
-        embed = nn.Embedding(t.shape[0], t.shape[1], device="meta")
-        embed.weight = nn.Parameter(_dense(index, path, t.name).to(device, dtype), False)
-        return embed
     kind = qblocks.KIND_OF_GGML.get(t.kind)
-    if kind is None:
+    if kind is None or device != "cpu":  # floats, a type the kernels do not read, a GPU
         embed = nn.Embedding(t.shape[0], t.shape[1], device="meta")
         embed.weight = nn.Parameter(_dense(index, path, t.name).to(device, dtype), False)
         return embed

@@ -48,7 +48,7 @@ from spec_lsp.engine.sources import (
     vocab_fingerprint,
 )
 from spec_lsp.engine.timing import pass_costs, warm_up
-from spec_lsp.engine.vocabulary import check_vocab, end_token_ids
+from spec_lsp.engine.vocabulary import check_vocab
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +318,6 @@ def load_engine(
         report("measuring verification cost", 0.85)
         opts = replace(opts, verify_cost=pass_costs(forwards.target, opts.k_max + 1))
     engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name, forwards=forwards)
-    engine.eos_ids |= end_token_ids(tokenizer)
     engine.weights, engine.tokenizer_source = weights, tokenizer_source
     if random_weights:
         engine.vocab_limit = min(m.config.vocab_size for m in (target, draft) if m is not None)

@@ -28,7 +28,8 @@ END_TOKENS = (
 
 def end_token_ids(tokenizer: Any) -> set[int]:
     """The ids of `END_TOKENS` that are single special tokens of this vocabulary."""
-    vocab = tokenizer.get_vocab()
+    get_vocab = getattr(tokenizer, "get_vocab", None)
+    vocab = get_vocab() if callable(get_vocab) else {}
     return {vocab[t] for t in END_TOKENS if t in vocab}
 
 

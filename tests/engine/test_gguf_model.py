@@ -98,3 +98,23 @@ def test_a_preset_naming_float32_weights_gets_the_file_de_quantized(tmp_path: Pa
     assert not any(isinstance(m, qblocks.BlockLinear) for m in model.modules())
     with torch.inference_mode():
         assert torch.equal(model(input_ids=IDS).logits[0], _reference(path))
+
+
+def test_float_tensors_of_every_width_read_back_shaped_as_the_file_says(tmp_path: Path) -> None:
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFWriter
+
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) / 8  # exact in every width
+    path = tmp_path / "floats.gguf"
+    w = GGUFWriter(str(path), "qwen2")
+    w.add_tensor("a.f32", values)
+    w.add_tensor("a.f16", values.astype(np.float16))
+    bf16 = (values.view(np.uint32) >> 16).astype(np.uint16)
+    w.add_tensor("a.bf16", bf16, raw_dtype=GGMLQuantizationType.BF16)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    index = gguf_model._read_file(path)
+    for name in ("a.f32", "a.f16", "a.bf16"):
+        assert torch.equal(gguf_model._dense(index, path, name), torch.from_numpy(values)), name
