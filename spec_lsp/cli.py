@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import metadata
 
 from spec_lsp.commands import bench, complete, distill, models, replay, serve, trim
 
@@ -21,10 +22,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spec-lsp",
         description="Code-completion language server with speculative decoding on local models.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.register(sub)
     return parser
+
+
+def version() -> str:
+    """The installed distribution's version (package metadata); "unknown" in a bare checkout."""
+    try:
+        return metadata.version("spec-lsp")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from spec_lsp.engine.engine import EngineOptions, SpecEngine
     from spec_lsp.engine.loading import LoadSpec, Progress
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = Path(__file__).resolve().parent / "models"  # the presets shipped in the package
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
 METHODS = ("off", "ngram", "draft", "both")
 WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")  # as engine.quant, without importing torch
@@ -40,7 +40,6 @@ class Preset:
     method: str = "ngram"
     fim: str = "none"
     context_tokens: int = 2048
-    max_new_tokens: int = 64
     dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
     # Weight format per device (float32, bfloat16, int8, int4); a device not named uses its dtype.
     weights: dict[str, str] = field(default_factory=dict)
@@ -89,6 +88,11 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
             raise PresetError(f"preset {name!r}: {key} must be a string")
         return value or None if key == "draft" else value
 
+    if "max_new_tokens" in data:  # read by nothing once: the client's `maxTokens` is the one cap
+        raise PresetError(
+            f"preset {name!r}: max_new_tokens is not a preset key (the `maxTokens` setting caps"
+            " each suggestion); remove it"
+        )
     target = text("target")
     if not target:
         raise PresetError(f"preset {name!r} has no target")
@@ -121,7 +125,6 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         method=method,
         fim=fim,
         context_tokens=int(str(data.get("context_tokens", 2048))),
-        max_new_tokens=int(str(data.get("max_new_tokens", 64))),
         dtype={"cpu": "float32", "cuda": "bfloat16", **{str(k): str(v) for k, v in dtype.items()}},
         weights={str(k): str(v) for k, v in weights.items()},
         output_weights=output_weights,
@@ -155,7 +158,6 @@ TINY = Preset(
     method="both",
     fim="none",
     context_tokens=512,
-    max_new_tokens=24,
     description="Seeded random-weight pair built in memory, for tests (gibberish, fast).",
 )
 
