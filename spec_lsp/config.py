@@ -1,4 +1,9 @@
-"""The server's options: one dataclass with defaults, camelCase on the wire.
+"""The server's options: one table of settings, the dataclass built from it, camelCase on the wire.
+
+`SETTINGS` is the single source of truth for every option: its default, type or range, and a
+one-line doc. Validation comes from it, and so do VS Code's manifest settings, the extension's
+server keys, the Neovim help's option list and docs/protocol.md's table (tools/gen_settings.py
+writes them; tests/test_settings_drift.py fails when one drifts).
 
 This module owns parsing and validating the client's configuration (initializationOptions and
 `workspace/didChangeConfiguration`). It knows nothing of LSP transport: an invalid value becomes a
@@ -8,39 +13,16 @@ warning string, and the caller shows it once and keeps the field's default.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spec_lsp.engine.api import SPECULATION
+
 DEVICES = ("auto", "cpu", "cuda")
-SPECULATION = ("auto", "ngram", "draft", "both", "off")
 # Options whose change needs the models reloaded.
 MODEL_FIELDS = ("preset", "device", "trust_remote_code")
-
-
-@dataclass(frozen=True)
-class Options:
-    preset: str = "coder"  # the real code pair (models/coder.toml); "bundled" runs without a fetch
-    device: str = "auto"
-    max_tokens: int = 64
-    debounce_ms: int = 0  # 0: adaptive
-    enabled_languages: tuple[str, ...] = ("*",)
-    temperature: float = 0.0
-    enabled: bool = True
-    speculation: str = "auto"
-    kv_reuse: bool = True
-    trust_remote_code: bool = False
-    prefetch: bool = True  # after a suggestion, compute the one its accept would ask for
-    # An automatic request still generating after this many ms is answered with the complete lines
-    # streamed so far (trimmed as usual); the generation goes on, and what it adds answers the
-    # request after the accept. 0: always wait for the whole suggestion.
-    partial_ms: int = 100
-
-    def language_enabled(self, language_id: str) -> bool:
-        return "*" in self.enabled_languages or language_id in self.enabled_languages
-
-    def model_key(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in MODEL_FIELDS)
 
 
 def camel(name: str) -> str:
@@ -52,27 +34,183 @@ def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-# field name -> (check, converter); a value failing its check keeps the current value.
-_VALIDATORS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any]]] = {
-    "preset": (lambda v: isinstance(v, str) and bool(v.strip()), str.strip),
-    "device": (lambda v: v in DEVICES, str),
-    "max_tokens": (lambda v: _is_int(v) and 1 <= v <= 4096, int),
-    "debounce_ms": (lambda v: _is_int(v) and 0 <= v <= 10_000, int),
-    "enabled_languages": (
-        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-        tuple,
+@dataclass(frozen=True)
+class Setting:
+    """One option: a field of `Options` (camelCase on the wire), its default, its type and range
+    (from the default's type, `choices`, `minimum`/`maximum`) and one line of doc."""
+
+    name: str
+    default: Any
+    doc: str
+    choices: tuple[str, ...] = ()
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    flag: str = ""  # set by this `spec-lsp serve` flag only, never by a client
+
+    @property
+    def key(self) -> str:
+        return camel(self.name)
+
+    @property
+    def client(self) -> bool:
+        """Whether a client may set it (initializationOptions, didChangeConfiguration)."""
+        return not self.flag
+
+    @property
+    def json_type(self) -> str:
+        """The JSON schema type: boolean, integer, number, string or array (of strings)."""
+        kinds = {bool: "boolean", int: "integer", float: "number", str: "string", tuple: "array"}
+        return kinds[type(self.default)]
+
+    def check(self, value: object) -> bool:
+        if self.json_type == "array":
+            return isinstance(value, list) and all(isinstance(x, str) for x in value)
+        if self.json_type == "boolean":
+            return isinstance(value, bool)
+        if self.json_type == "string":
+            text_ok = isinstance(value, str) and bool(value.strip())
+            return text_ok and (not self.choices or value in self.choices)
+        number_ok = _is_int(value) or (self.json_type == "number" and isinstance(value, float))
+        if not number_ok:
+            return False
+        assert isinstance(value, int | float)
+        low_ok = self.minimum is None or value >= self.minimum
+        return low_ok and (self.maximum is None or value <= self.maximum)
+
+    def convert(self, value: Any) -> Any:
+        """A checked wire value as the field's type."""
+        converters: dict[str, Any] = {"array": tuple, "number": float, "string": str.strip}
+        return converters.get(self.json_type, lambda v: v)(value)
+
+    def type_text(self) -> str:
+        """The type and range as the docs write it, e.g. `"auto"|"cpu"|"cuda"` or `int 1-4096`."""
+        if self.choices:
+            return "|".join(f'"{c}"' for c in self.choices)
+        names = {"boolean": "bool", "integer": "int", "number": "float", "array": "list of strings"}
+        text = names.get(self.json_type, self.json_type)
+        if self.minimum is not None and self.maximum is not None:
+            return f"{text} {self.minimum:g}-{self.maximum:g}"
+        return f"{text} >= {self.minimum:g}" if self.minimum is not None else text
+
+    def default_text(self) -> str:
+        """The default as JSON, e.g. `"coder"`, `64`, `["*"]`, `true`."""
+        value = self.default
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, tuple):
+            return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "preset",
+        "coder",
+        "model pair: a preset name from `spec-lsp models list`, or `tiny` (a random-weight test "
+        "pair); overrides `spec-lsp serve --preset`; a client names a preset, never a path",
     ),
-    "temperature": (
-        lambda v: (_is_int(v) or isinstance(v, float)) and 0 <= v <= 10,
-        float,
+    Setting("device", "auto", "where the models live", choices=DEVICES),
+    Setting(
+        "max_tokens",
+        64,
+        "most tokens one suggestion generates (a preset's `max_new_tokens` is its own cap, "
+        "see docs/deploy.md)",
+        minimum=1,
+        maximum=4096,
     ),
-    "enabled": (lambda v: isinstance(v, bool), bool),
-    "speculation": (lambda v: v in SPECULATION, str),
-    "kv_reuse": (lambda v: isinstance(v, bool), bool),
-    "trust_remote_code": (lambda v: isinstance(v, bool), bool),
-    "prefetch": (lambda v: isinstance(v, bool), bool),
-    "partial_ms": (lambda v: _is_int(v) and 0 <= v <= 60_000, int),
-}
+    Setting(
+        "debounce_ms",
+        0,
+        "server-side debounce in ms; 0: none for the local engine (it stops a superseded "
+        "generation within one step and keeps its KV), adapted to the model's latency for a "
+        "remote engine",
+        minimum=0,
+        maximum=10_000,
+    ),
+    Setting(
+        "enabled_languages",
+        ("*",),
+        'language ids that get suggestions; `"*"` for all, `"!id"` leaves one out '
+        '(e.g. `["*", "!markdown"]`)',
+    ),
+    Setting("temperature", 0.0, "sampling temperature; 0 is greedy", minimum=0, maximum=10),
+    Setting("enabled", True, "make suggestions; false: every request answers empty"),
+    Setting(
+        "speculation",
+        "auto",
+        "drafting method; `auto` takes the preset's `method`, any other value overrides it",
+        choices=SPECULATION,
+    ),
+    Setting("kv_reuse", True, "reuse the KV cache across keystrokes"),
+    Setting(
+        "trust_remote_code",
+        False,
+        "let transformers run the Python code shipped with a model (only for models you trust)",
+        flag="--trust-remote-code",
+    ),
+    Setting(
+        "prefetch",
+        True,
+        "after a shown suggestion, compute on idle engine time the one its accept will ask for "
+        "(greedy only)",
+    ),
+    Setting(
+        "partial_ms",
+        100,
+        "an automatic request still generating after this many ms is answered with the complete "
+        "lines streamed so far, and the rest answers the request after the accept; 0: always "
+        "wait for the whole suggestion",
+        minimum=0,
+        maximum=60_000,
+    ),
+    Setting(
+        "exclude",
+        (),
+        "glob patterns of files that get no suggestions, matched against the document's path "
+        "(a pattern without `/` against its file name; `*` also crosses `/`), e.g. "
+        '`["*.md", "*/secrets/*"]`',
+    ),
+)
+SETTING: dict[str, Setting] = {s.name: s for s in SETTINGS}
+_D: dict[str, Any] = {s.name: s.default for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options in force; each field's default comes from its `Setting` in `SETTINGS`."""
+
+    preset: str = _D["preset"]  # "coder": the real code pair; "bundled" runs without a fetch
+    device: str = _D["device"]
+    max_tokens: int = _D["max_tokens"]
+    debounce_ms: int = _D["debounce_ms"]  # 0: adaptive
+    enabled_languages: tuple[str, ...] = _D["enabled_languages"]
+    temperature: float = _D["temperature"]
+    enabled: bool = _D["enabled"]
+    speculation: str = _D["speculation"]
+    kv_reuse: bool = _D["kv_reuse"]
+    trust_remote_code: bool = _D["trust_remote_code"]
+    prefetch: bool = _D["prefetch"]
+    partial_ms: int = _D["partial_ms"]
+    exclude: tuple[str, ...] = _D["exclude"]
+
+    def language_enabled(self, language_id: str) -> bool:
+        langs = self.enabled_languages
+        if f"!{language_id}" in langs:
+            return False
+        return "*" in langs or language_id in langs
+
+    def excluded(self, path: str) -> bool:
+        """Whether `path` (a file path, `/`-separated) matches one of the `exclude` patterns."""
+        name = path.rsplit("/", 1)[-1]
+        return any(
+            fnmatch.fnmatchcase(path if "/" in pattern else name, pattern)
+            for pattern in self.exclude
+        )
+
+    def model_key(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in MODEL_FIELDS)
 
 
 def settings_section(settings: object) -> Mapping[str, Any] | None:
@@ -92,38 +230,44 @@ def merge(base: Options, wire: object) -> tuple[Options, list[str]]:
     """`base` with the camelCase keys of `wire` applied; returns warnings for invalid values.
 
     An invalid value falls back to the field's default (not the previous value), as the protocol
-    says; unknown keys are ignored so that newer clients keep working with older servers.
+    says; unknown keys are ignored so that newer clients keep working with older servers. A
+    setting that is not a client's to set (`trustRemoteCode`) is ignored with a warning.
     """
     if wire is None:
         return base, []
     if not isinstance(wire, Mapping):
         return base, [f"spec-lsp: configuration must be an object, got {type(wire).__name__}"]
-    defaults = Options()
     changes: dict[str, Any] = {}
     warnings: list[str] = []
-    for f in dataclasses.fields(Options):
-        key = camel(f.name)
+    for setting in SETTINGS:
+        key = setting.key
         if key not in wire:
             continue
         value = wire[key]
-        check, convert = _VALIDATORS[f.name]
-        if check(value):
-            changes[f.name] = convert(value)
-        else:
-            default = getattr(defaults, f.name)
+        if setting.flag:
             warnings.append(
-                f"spec-lsp: invalid value {value!r} for {key!r}; using the default {default!r}"
+                f"spec-lsp: {key!r} is ignored: a client cannot set it; start the server with "
+                f"`spec-lsp serve {setting.flag}` instead"
             )
-            changes[f.name] = default
+        elif setting.check(value):
+            changes[setting.name] = setting.convert(value)
+        else:
+            warnings.append(
+                f"spec-lsp: invalid value {value!r} for {key!r}; using the default "
+                f"{setting.default!r}"
+            )
+            changes[setting.name] = setting.default
     return dataclasses.replace(base, **changes), warnings
 
 
 def to_wire(options: Options) -> dict[str, Any]:
+    """The options a client may send, camelCase, as JSON values."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(Options):
-        value = getattr(options, f.name)
-        out[camel(f.name)] = list(value) if isinstance(value, tuple) else value
+    for setting in SETTINGS:
+        if setting.client:
+            value = getattr(options, setting.name)
+            out[setting.key] = list(value) if isinstance(value, tuple) else value
     return out
 
 
-__all__ = ["Options", "merge", "settings_section", "to_wire"]
+__all__ = ["SETTINGS", "Options", "Setting", "merge", "settings_section", "to_wire"]

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls import uris
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInvalidParams,
@@ -353,12 +354,17 @@ def lsp_change(
 
 # -- handlers -----------------------------------------------------------------------------------
 def build_server(
-    preset: str = Options.preset, device: str = "auto", loader: LoaderFactory | None = None
+    preset: str = Options.preset,
+    device: str = "auto",
+    loader: LoaderFactory | None = None,
+    trust_remote_code: bool = False,
 ) -> SpecServer:
-    """The server with every handler registered.
+    """The server with every handler registered. `trust_remote_code` comes from the command line
+    only: no client can set it (config.merge ignores it).
 
     Size: one short closure per LSP method; splitting them would only scatter the registry."""
     server = SpecServer(preset, device, loader)
+    server.options = dataclasses.replace(server.options, trust_remote_code=trust_remote_code)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
@@ -508,8 +514,8 @@ async def _complete(
     """`invoked`: the user asked explicitly, so a model still loading is waited for (bounded),
     and up to `ALTERNATIVES` distinct suggestions come back (the editor cycles them); automatic
     requests get one, and are answered empty at once while the model loads."""
-    if ls.service is None:
-        return []
+    if ls.service is None or ls.options.excluded(uris.to_fs_path(uri) or uri):
+        return []  # an `exclude` pattern matches the file: no suggestion, no model call
     arrival = ARRIVAL.get()
     if invoked and ls.worker is not None and ls.worker.state == "loading":
         with contextlib.suppress(TimeoutError):

@@ -20,6 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--preset", default=Options.preset, help="model pair (models/*.toml, or tiny)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="let transformers run the Python code a model ships (only for models you trust; "
+        "no editor can turn this on)",
+    )
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
@@ -75,7 +81,9 @@ def serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, args.log_file)
     from spec_lsp.server import build_server
 
-    server = build_server(preset=args.preset, device=args.device)
+    server = build_server(
+        preset=args.preset, device=args.device, trust_remote_code=args.trust_remote_code
+    )
     if tcp is not None:
         if not is_loopback(tcp[0]):
             logging.getLogger(__name__).warning(

@@ -39,7 +39,14 @@ def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def serve_args(tcp: str) -> argparse.Namespace:
-    return argparse.Namespace(tcp=tcp, preset="tiny", device="cpu", log_level="INFO", log_file=None)
+    return argparse.Namespace(
+        tcp=tcp,
+        preset="tiny",
+        device="cpu",
+        log_level="INFO",
+        log_file=None,
+        trust_remote_code=False,
+    )
 
 
 @pytest.mark.parametrize(
