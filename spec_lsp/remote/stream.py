@@ -5,7 +5,8 @@ The request runs on httpx's async client in an event loop this backend owns, dri
 inference worker's thread (`Backend.generate` is blocking there). A watcher polls the request's
 `CancelToken` every POLL_S and cancels the streaming task, which closes the connection at once,
 even while the server has not sent the next chunk (a long prefill). A failure (connection refused
-or reset, timeout, HTTP error, malformed chunk) is an empty result with stop_reason "error", and
+or reset, timeout, HTTP error, malformed chunk, a stream past its preset's `max_stream_bytes` or
+`max_stream_s`, an API key refused on plain HTTP) is an empty result with stop_reason "error", and
 `Health` says why and when to try again. Subclasses say where to send a request and how to read
 one chunk (`Chunk`), and may give the prompt-only form of a request (`warmup_body`): a request
 closed before its first token is then handed to `warmup.Warmer`, which sends it again in a thread
@@ -19,16 +20,22 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx
 
-from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.engine.api import (
+    BackendBase,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    StopReason,
+)
 from spec_lsp.remote.health import Health
 from spec_lsp.remote.metrics import MetricsPoller
-from spec_lsp.remote.spec import RemoteSpec
+from spec_lsp.remote.spec import InsecureKeyError, RemoteSpec
 from spec_lsp.remote.warmup import Warmer
 
 log = logging.getLogger(__name__)
@@ -46,7 +53,7 @@ class RemoteError(Exception):
 class Chunk:
     text: str = ""
     done: bool = False
-    stop_reason: str = ""  # when done: max_tokens | eos | stop_string
+    stop_reason: StopReason = ""  # when done: max_tokens | eos | stop_string
     stats: dict[str, Any] = field(default_factory=dict)  # engine figures, read by `fill_stats`
 
 
@@ -54,12 +61,12 @@ class Chunk:
 class _Progress:
     text: str = ""
     chunks: int = 0
-    stop_reason: str = ""
+    stop_reason: StopReason = ""
     stats: dict[str, Any] = field(default_factory=dict)
     sent: tuple[str, dict[str, Any]] | None = None  # (path, body) once the request was sent
 
 
-class RemoteBackend:
+class RemoteBackend(BackendBase):
     """A `spec_lsp.engine.api.Backend` that streams from an HTTP engine."""
 
     label = "remote"
@@ -177,7 +184,7 @@ class RemoteBackend:
             self._warm_client = httpx.Client(
                 base_url=s.base_url, timeout=timeout, verify=s.verify_tls
             )
-        response = self._warm_client.post(path, json=body, headers=self.spec.headers())
+        response = self._warm_client.post(path, json=body, headers=self.headers())
         if response.status_code >= 400:
             detail = response.text[:200].strip()
             raise RemoteError(f"HTTP {response.status_code} from {path} (warm-up): {detail}")
@@ -203,9 +210,13 @@ class RemoteBackend:
 
     def _fetch_metrics(self) -> httpx.Response:
         s = self.spec
+        try:
+            headers = s.headers()
+        except InsecureKeyError as exc:  # generation's health says why; the poller stays quiet
+            raise httpx.RequestError(str(exc)) from exc
         return httpx.get(
             f"{s.base_url}/metrics",
-            headers=s.headers(),
+            headers=headers,
             timeout=s.connect_timeout_s,
             verify=s.verify_tls,
         )
@@ -220,18 +231,33 @@ class RemoteBackend:
             )
         return self._client
 
+    def headers(self) -> dict[str, str]:
+        """The spec's request headers; a key refused on plain HTTP is a `RemoteError`."""
+        try:
+            return self.spec.headers()
+        except InsecureKeyError as exc:
+            raise RemoteError(str(exc)) from exc
+
     async def _run(self, request: GenerationRequest, progress: _Progress) -> None:
-        """Streams until done or stopped; a set cancel token cancels the stream at once."""
+        """Streams until done or stopped; a set cancel token cancels the stream at once, and a
+        stream still running after `max_stream_s` is closed as an error."""
         stream = asyncio.ensure_future(self._stream(request, progress))
         watch = asyncio.ensure_future(_cancelled(request))
+        limit_s = self.spec.max_stream_s
         try:
-            await asyncio.wait({stream, watch}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {stream, watch}, timeout=limit_s, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             for task in (stream, watch):
                 if not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+        if not done:
+            raise RemoteError(
+                f"the answer was still streaming after {limit_s:g} s (max_stream_s): closed"
+            )
         if stream.cancelled():
             progress.stop_reason = "cancelled"
         else:
@@ -239,15 +265,16 @@ class RemoteBackend:
 
     async def _stream(self, request: GenerationRequest, progress: _Progress) -> None:
         path, body = self.endpoint(request)
+        headers = self.headers()  # before anything is sent
         progress.sent = (path, body)
         self.requests += 1
         client = self.client()
-        async with client.stream("POST", path, json=body, headers=self.spec.headers()) as response:
+        async with client.stream("POST", path, json=body, headers=headers) as response:
             if response.status_code >= 400:
                 detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
                 raise RemoteError(f"HTTP {response.status_code} from {path}: {detail}")
-            # httpx's line iterator is an async generator: closed on return, not when collected.
-            lines = cast(AsyncGenerator[str, None], response.aiter_lines())
+            # An async generator: closed on return, not when collected.
+            lines = cast(AsyncGenerator[str, None], _lines(response, self.spec.max_stream_bytes))
             async with contextlib.aclosing(lines):
                 async for line in lines:
                     chunk = self._parse(line)
@@ -284,6 +311,23 @@ class RemoteBackend:
             return self.read_chunk(data)
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise RemoteError(f"malformed chunk ({type(exc).__name__})") from exc
+
+
+async def _lines(response: httpx.Response, limit: int) -> AsyncIterator[str]:
+    """The response's lines (as `aiter_lines`, which would buffer an endless line whole), at most
+    `limit` bytes in all: past it, a `RemoteError`."""
+    pending, total = b"", 0
+    chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+    async with contextlib.aclosing(chunks):
+        async for data in chunks:
+            total += len(data)
+            if total > limit:
+                raise RemoteError(f"the answer passed {limit} bytes (max_stream_bytes): closed")
+            *complete, pending = (pending + data).split(b"\n")
+            for line in complete:
+                yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", "replace")
 
 
 async def _cancelled(request: GenerationRequest) -> None:
