@@ -2,13 +2,15 @@
 
 It forwards every frame both ways byte for byte and writes what the editor sent (less the
 lifecycle messages and the editor's responses to server requests) as a session. The position
-encoding in the header is the one the server chose in its initialize answer.
+encoding in the header is the one the server chose in its initialize answer. A session holds what
+was typed, so its file is private: created 0600 (`private_file`), whatever the umask.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -57,6 +59,18 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self.writer.close()
+
+
+def private_file(path: str | os.PathLike[str]) -> IO[str]:
+    """`path` opened for writing (truncated), readable and writable by its owner only (0600),
+    an existing file's mode tightened too."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "w", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _parse(body: bytes) -> dict[str, Any] | None:
@@ -118,7 +132,7 @@ def record(
     server = subprocess.Popen(server_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     assert server.stdin is not None and server.stdout is not None
     server_in, server_out = server.stdin, server.stdout
-    with open(out_path, "w", encoding="utf-8") as out:
+    with private_file(out_path) as out:
         recorder = Recorder(SessionWriter(out, source=source))
 
         def close_server_stdin() -> None:
