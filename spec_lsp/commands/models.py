@@ -1,7 +1,10 @@
-"""`spec-lsp models list|fetch`: the presets under models/, whether each is available offline and
-the kernel family a local pair runs on on this CPU (`forward.planned_kernel_family`: no compiling);
-fetching a preset's models into the cache (the bundled model converted, `gguf:` files downloaded
-and verified by `engine.fetch`, which is torch-free)."""
+"""`spec-lsp models list|fetch`: the presets (the user's folder, then the package's: `presets`),
+where each comes from, whether it is available offline (every model it names is in the caches or
+on disk) and the kernel family a local pair runs on on this CPU (`forward.planned_kernel_family`:
+no compiling); fetching a preset's models into the cache (the bundled model converted, `gguf:`
+files downloaded and verified by `engine.fetch`, which is torch-free) and building the native
+kernels for this CPU (`engine.native.build`, with its progress), so no editor's first request
+waits on a compiler."""
 
 from __future__ import annotations
 
@@ -34,16 +37,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def cmd_list(args: argparse.Namespace) -> int:
     from spec_lsp.engine.forward import planned_kernel_family  # no compiling: the build's flags
     from spec_lsp.engine.loading import is_available_offline  # gguf: sources: fetch.is_cached
-    from spec_lsp.presets import list_presets, weights_label
+    from spec_lsp.presets import (
+        TINY,
+        PresetError,
+        load_preset,
+        preset_files,
+        user_dir,
+        weights_label,
+    )
 
     family, built = planned_kernel_family()
     kernels = family if built else f"{family}*"
-    rows = []
-    for p in list_presets():
+    rows, broken = [], 0
+    for path in [*preset_files().values(), None]:
+        try:
+            p = load_preset(str(path)) if path else TINY
+        except PresetError as exc:  # one bad user file does not hide the others
+            print(f"spec-lsp: {exc}", file=sys.stderr)
+            broken += 1
+            continue
         sources = [p.resolve(p.target)] + ([p.resolve(p.draft)] if p.draft else [])
         rows.append(
             {
                 "name": p.name,
+                "from": p.origin,
+                "path": str(p.path) if p.path else None,
                 "target": p.target,
                 "draft": p.draft,
                 "method": p.method,
@@ -61,24 +79,26 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
     if args.json:
         print(json.dumps(rows, indent=2))
-        return 0
+        return 1 if broken else 0
     width = max([len("preset"), *(len(str(r["name"])) for r in rows)])
     print(
-        f"{'preset':<{width}} {'offline':<8} {'method':<7} {'fim':<10} {'weights cpu/cuda':<18} "
-        f"{'kernels cpu':<13} target / draft"
+        f"{'preset':<{width}} {'offline':<8} {'from':<8} {'method':<7} {'fim':<10} "
+        f"{'weights cpu/cuda':<18} {'kernels cpu':<13} target / draft"
     )
     for r in rows:
         pair = f"{r['target']} / {r['draft'] or '-'}"
         print(
-            f"{r['name']:<{width}} {_where(r):<8} {r['method']:<7} {r['fim']:<10} "
+            f"{r['name']:<{width}} {_where(r):<8} {r['from']:<8} {r['method']:<7} {r['fim']:<10} "
             f"{r['weights']:<18} {r['kernels'] or '-':<13} {pair}"
         )
     if not built:
         print(
-            f"* {family}: compiled at the first load (without a C++ compiler: torch)",
+            f"* {family}: not built yet: `spec-lsp kernels build` (or `models fetch`) compiles them;"
+            " until then torch's kernels run",
             file=sys.stderr,
         )
-    return 0
+    print(f"your own presets: {user_dir()}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 def _where(row: Mapping[str, object]) -> str:
