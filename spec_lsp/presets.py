@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spec_lsp.engine.api import FORWARDS, METHODS, WEIGHT_FORMATS
 from spec_lsp.remote.spec import RemoteSpec, RemoteSpecError, parse_backend
 
 if TYPE_CHECKING:
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
 MODELS_DIR = Path(__file__).resolve().parent / "models"  # the presets shipped in the package
 USER_MODELS_ENV = "SPEC_LSP_MODELS"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
-METHODS = ("off", "ngram", "draft", "both")
-WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")  # as engine.quant, without importing torch
-FORWARDS = ("lean", "transformers")  # as engine.loading.FORWARDS
 
 
 class PresetError(ValueError):

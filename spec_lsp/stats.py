@@ -76,7 +76,7 @@ class ServerStats:
     model_ms_ema: float | None = None
 
     def record_generation(self, g: GenerationStats, queue_ms: float) -> None:
-        if g.stop_reason == "error":  # a remote engine's failure: its time is not decode latency
+        if g.failed:  # a remote engine's failure: its time is not decode latency
             self.failed += 1
             return
         self.generated += 1

@@ -3,32 +3,38 @@
 This module owns loading a backend and running its calls one at a time; results come back to the
 asyncio loop as futures. A loader returns the backend with what the app knows of it from the
 preset (`ModelInfo`); `engine_loader` is the local engine's, and imports torch only when it runs,
-in this thread; for a preset with a remote `[backend]` it connects `spec_lsp.remote` instead. The module knows nothing of LSP, documents or prompts.
+in this thread; for a preset with a remote `[backend]` it connects `spec_lsp.remote` instead. The
+module knows nothing of LSP, documents or prompts.
 
-Memory: a prefill of a whole document allocates activations far larger than the KV it keeps
-(attention scores alone are heads x tokens^2 floats per layer), and a dropped document frees its KV.
-glibc keeps such freed memory in its heaps, so the process grows by about 100 MB over a few opened
-documents and never shrinks. When the worker goes idle after a large prefill, a forgotten document
-or a (re)load, it hands free heap memory back to the OS (`malloc_trim`, a few ms, off the loop).
+Failures: a job that raises (any error but KeyboardInterrupt and SystemExit, which end the
+process) fails that job alone: its request gets the error, the thread goes on to the next one.
+`stop` answers every job still queued (a generation as cancelled) before the thread ends, so no
+request waits on a worker that is gone.
+
+Memory: when the worker goes idle after a large prefill, a forgotten document or a (re)load, it
+hands free heap memory back to the OS (`heap.release_free_memory`, a few ms, off the loop).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
-import functools
 import logging
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spec_lsp.config import Options
-from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.engine.api import (
+    Backend,
+    Capabilities,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+)
+from spec_lsp.heap import release_free_memory
 from spec_lsp.presets import Preset, load_engine, load_preset
 
 log = logging.getLogger(__name__)
@@ -36,27 +42,6 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, float], None]
 Loader = Callable[[ProgressFn], "tuple[Backend, ModelInfo]"]
 TRIM_AFTER_PREFILL = 256  # prompt tokens prefilled by one generation that make a trim worthwhile
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        fn: Callable[[int], int] = libc.malloc_trim  # glibc only (musl has none)
-    except (OSError, AttributeError):
-        return None
-    return fn
-
-
-def release_free_memory() -> bool:
-    """Returns the C heaps' free memory to the OS; False where the C library cannot."""
-    trim = _malloc_trim()
-    if trim is None:
-        return False
-    trim(0)
-    return True
 
 
 @dataclass(frozen=True)
@@ -73,9 +58,14 @@ class ModelInfo:
     context_tokens: int = 2048
     forward: str | None = None  # "lean" or "transformers" (a local engine's)
     kernels: str | None = None  # "native-vnni", "native-avx2", "native-plain" or "torch"
+    # A local engine's measured prefill speed (its longest timed verify pass), which sizes the
+    # prompt's re-prefilled part (`prompt.refill_tokens`); None: not measured (remote, tests).
+    prefill_tokens_per_s: float | None = None
 
     @classmethod
-    def of(cls, preset: Preset, device: str, engine: Any = None) -> ModelInfo:
+    def of(
+        cls, preset: Preset, device: str, forward: str | None = None, kernels: str | None = None
+    ) -> ModelInfo:
         return cls(
             preset=preset.name,
             device=device,
@@ -83,8 +73,8 @@ class ModelInfo:
             draft=preset.draft,
             fim=preset.fim,
             context_tokens=preset.context_tokens,
-            forward=getattr(engine, "forward", None),
-            kernels=getattr(engine, "kernels", None),
+            forward=forward,
+            kernels=kernels,
         )
 
 
@@ -105,7 +95,10 @@ def engine_loader(options: Options) -> Loader:
             trust_remote_code=options.trust_remote_code,
             progress=progress,
         )
-        return engine, ModelInfo.of(preset, engine.device, engine)
+        info = ModelInfo.of(preset, engine.device, engine.forward, engine.kernels)
+        costs = engine.options.verify_cost
+        rate = len(costs) / costs[-1] * 1000 if costs and costs[-1] > 0 else None
+        return engine, replace(info, prefill_tokens_per_s=rate)
 
     return load
 
@@ -140,10 +133,28 @@ class Job:
         return 0.0 if self.started is None else (self.started - self.submitted) * 1000
 
 
+# What a queued job does when the worker runs it, and when the worker stops before it does.
+_Task = tuple[Callable[[], None], Callable[[], None]]
+_Loaded = tuple[str, str | None, "Backend | None", ModelInfo]  # state, error, backend, info
+FATAL = (KeyboardInterrupt, SystemExit)  # end the process: never caught as one job's failure
+
+
+class WorkerError(RuntimeError):
+    """A job ended on an error that is no `Exception` (the request is answered with this)."""
+
+
+def _as_exception(exc: BaseException) -> Exception:
+    if isinstance(exc, Exception):
+        return exc
+    error = WorkerError(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    error.__cause__ = exc
+    return error
+
+
 class InferenceWorker:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="spec-lsp-inference", daemon=True)
         self.backend: Backend | None = None
         self.state = "loading"
@@ -151,6 +162,8 @@ class InferenceWorker:
         self.info = ModelInfo()
         self._trim_due = False  # free heap memory to hand back once the queue is empty
         self.trims = 0
+        self.failures = 0  # jobs that ended on an error (the thread went on)
+        self._stopping = False  # set by `stop`: queued jobs are answered, not run
         self._thread.start()
 
     # -- called from the event loop -------------------------------------------------------
@@ -163,34 +176,33 @@ class InferenceWorker:
         def on_progress(message: str, fraction: float) -> None:
             self._loop.call_soon_threadsafe(progress, message, fraction)
 
+        def failed(why: str) -> _Loaded:
+            return ("failed", why, None, ModelInfo(preset=preset))
+
         def job() -> None:
             self.backend = None  # drop the old models before loading new ones
             try:
                 backend, info = loader(on_progress)
-                result: tuple[str, str | None, Backend | None, ModelInfo] = (
-                    "ready",
-                    None,
-                    backend,
-                    info,
-                )
-            except Exception as exc:  # a failed load is reported once, the server stays up
+                result: _Loaded = ("ready", None, backend, info)
+            except FATAL:
+                raise
+            except BaseException as exc:  # a failed load is reported once, the server stays up
                 log.exception("loading preset %r failed", preset)
-                result = ("failed", str(exc) or type(exc).__name__, None, ModelInfo(preset=preset))
+                result = failed(str(exc) or type(exc).__name__)
             self._trim_due = True  # the old models, or a failed load's partial allocations
-            self._loop.call_soon_threadsafe(self._loaded, result, done)
+            self._call_loop(self._loaded, result, done)
 
-        self._queue.put(job)
+        def dropped() -> None:
+            self._call_loop(self._loaded, failed("the server stopped before loading"), done)
 
-    def _loaded(
-        self,
-        result: tuple[str, str | None, Backend | None, ModelInfo],
-        done: Callable[[], None],
-    ) -> None:
+        self._put(job, dropped)
+
+    def _loaded(self, result: _Loaded, done: Callable[[], None]) -> None:
         self.state, self.error, self.backend, self.info = result
         done()
 
     def submit(self, job: Job) -> None:
-        self._queue.put(lambda: self._generate(job))
+        self._put(lambda: self._generate(job), lambda: self._resolve(job, _cancelled()))
 
     def call(self, fn: Callable[[Backend], Any], frees_memory: bool = False) -> None:
         """Runs `fn(backend)` in the worker (e.g. forgetting a document's KV state);
@@ -200,37 +212,77 @@ class InferenceWorker:
             if self.backend is not None:
                 try:
                     fn(self.backend)
-                except Exception:
-                    log.exception("worker call failed")
-                self._trim_due = self._trim_due or frees_memory
+                finally:
+                    self._trim_due = self._trim_due or frees_memory
 
-        self._queue.put(job)
+        self._put(job, lambda: None)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the loaded backend declares it can do; nothing while none is loaded."""
+        return self.backend.capabilities if self.backend is not None else Capabilities()
 
     def engine_status(self) -> dict[str, object] | None:
         """A remote backend's own state (reachable, why not); None for the local engine."""
-        status = getattr(self.backend, "status", None)
-        return status() if callable(status) else None
+        backend = self.backend
+        return backend.status() if backend is not None and backend.capabilities.status else None
 
     def stop(self) -> None:
+        """Ends the thread after the job it runs now; the jobs queued behind it are answered
+        without running (a generation as cancelled), as is any submitted later."""
+        self._stopping = True
         self._queue.put(None)
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
     # -- the worker thread ----------------------------------------------------------------
+    def _put(self, run: Callable[[], None], drop: Callable[[], None]) -> None:
+        if self._stopping:
+            drop()
+        else:
+            self._queue.put((run, drop))
+
     def _run(self) -> None:
-        while (task := self._queue.get()) is not None:
-            task()
-            if self._trim_due and self._queue.empty():
-                self._trim_due = False
-                self.trims += release_free_memory()
+        try:
+            while (task := self._queue.get()) is not None and not self._stopping:
+                self._run_one(task[0])
+                if self._trim_due and self._queue.empty():
+                    self._trim_due = False
+                    self.trims += release_free_memory()
+            if task is not None:
+                task[1]()
+        finally:
+            self._drain()
+
+    def _run_one(self, run: Callable[[], None]) -> None:
+        """Runs one job; an error ends that job alone (KeyboardInterrupt and SystemExit end the
+        thread, after the queued jobs are answered)."""
+        try:
+            run()
+        except FATAL:
+            raise
+        except BaseException:
+            self.failures += 1
+            log.exception("a worker job failed")
+
+    def _drain(self) -> None:
+        """Answers every job still queued without running it."""
+        self._stopping = True
+        while True:
+            try:
+                task = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if task is not None:
+                task[1]()
 
     def _generate(self, job: Job) -> None:
         request = job.request
         job.started = time.perf_counter()
         backend = self.backend
         if (request.cancel is not None and request.cancel.cancelled) or backend is None:
-            self._resolve(job, GenerationResult("", stats=GenerationStats(stop_reason="cancelled")))
+            self._resolve(job, _cancelled())
             return
 
         def on_text(piece: str) -> None:
@@ -239,10 +291,15 @@ class InferenceWorker:
         request.on_text = on_text
         try:
             result = backend.generate(request)
-        except Exception as exc:
+        except FATAL:
             job.finished = time.perf_counter()
+            self._resolve(job, _cancelled())
+            raise
+        except BaseException as exc:  # this request fails; the worker serves the next one
+            job.finished = time.perf_counter()
+            self.failures += 1
             log.exception("generation failed")
-            self._call_loop(_set_exception, job.future, exc)
+            self._call_loop(_set_exception, job.future, _as_exception(exc))
             return
         job.finished = time.perf_counter()
         if result.stats.prefilled_tokens >= TRIM_AFTER_PREFILL:
@@ -260,6 +317,10 @@ class InferenceWorker:
         except RuntimeError:
             if not self._loop.is_closed():
                 raise
+
+
+def _cancelled() -> GenerationResult:
+    return GenerationResult("", stats=GenerationStats(stop_reason="cancelled"))
 
 
 def _set_result(future: asyncio.Future[GenerationResult], result: GenerationResult) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spec_lsp.config import SPECULATION, Options
+from spec_lsp.engine.api import BackendBase
 
 if TYPE_CHECKING:  # imported when the command runs, so `spec-lsp --help` stays fast
     from spec_lsp.completion import CompletionService, Suggestion
@@ -57,8 +58,9 @@ def check_position(text: str, line: int, col: int) -> None:
         raise SystemExit(f"spec-lsp: column {col} is outside line {line} (1..{len(content) + 1})")
 
 
-class Recorder:
-    """A backend that keeps its last result, for printing the raw text and its stats."""
+class Recorder(BackendBase):
+    """A backend that keeps its last result, for printing the raw text and its stats. It declares
+    no capability (no warm-up, a debounce, no other-files field), as before `Capabilities`."""
 
     def __init__(self) -> None:
         self.backend: Backend | None = None

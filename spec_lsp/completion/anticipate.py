@@ -111,7 +111,7 @@ def warm_up(service: CompletionService, doc: Document) -> None:
     s = service
     if s._prompts is None or not s._serving(doc) or not s.options.kv_reuse:
         return
-    if not getattr(s.worker.backend, "cheap_cancel", False):  # a remote engine warms its own way
+    if not s.worker.capabilities.warm_up:  # a remote engine warms its own way
         return
     try:
         asyncio.get_running_loop()

@@ -174,7 +174,7 @@ class Generations:
             raise
         except Exception as exc:
             raise GenerationFailed(f"generation failed: {type(exc).__name__}: {exc}") from exc
-        if result.stats.stop_reason == "error":  # a remote engine failed: empty, never cached
+        if result.failed:  # a remote engine failed: empty, never cached
             return None
         if result.cancelled:
             if owner:

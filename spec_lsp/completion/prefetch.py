@@ -102,7 +102,7 @@ class Prefetch:
         if result.cancelled:
             self.stats.prefetch_cancelled += 1
             return None
-        if result.stats.stop_reason == "error":  # a remote engine failed: no answer to cache
+        if result.failed:  # a remote engine failed: no answer to cache
             return None
         self.live.settle(ahead.live, result)
         self.stats.prefetched += 1

@@ -139,9 +139,13 @@ class CompletionService:
     def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
         out = self.stats.to_wire(model)
         out["running"], out["streaming"] = self.live.counts()
-        for key, name in (("engineMetrics", "engine_stats"), ("remoteWarmups", "warmup_stats")):
-            if (figures := getattr(self.worker.backend, name, lambda: None)()) is not None:
-                out[key] = figures  # a remote engine's /metrics counters, its warm-ups
+        if (b := self.worker.backend) is not None:  # a remote engine's /metrics, its warm-ups
+            for key, can, figures in (
+                ("engineMetrics", b.capabilities.engine_stats, b.engine_stats),
+                ("remoteWarmups", b.capabilities.remote_warmups, b.warmup_stats),
+            ):
+                if can and (value := figures()) is not None:
+                    out[key] = value
         out["documents"] = len(self.docs)
         return out
 
@@ -310,7 +314,7 @@ class CompletionService:
             anchor.text = cached
             self.reuse.remember(doc.uri, anchor)
             return cached if self._current(doc, arrival) else self._stale()
-        cheap = bool(getattr(self.worker.backend, "cheap_cancel", False))
+        cheap = self.worker.capabilities.cheap_cancel
         delay = debounce_s(arrival.gap_ms, o.debounce_ms, self.stats.model_ms_ema, cheap)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -339,7 +343,7 @@ class CompletionService:
         if future.cancelled() or future.exception() is not None or live.settled:
             return
         result = future.result()
-        if result.cancelled or result.stats.stop_reason == "error":
+        if result.cancelled or result.failed:
             return
         text = self._settle(live, result)
         if self.options.temperature == 0:
@@ -377,10 +381,9 @@ class CompletionService:
 
     def _tell_other_files(self, uri: str, files: str, chunks: list[tuple[str, str]]) -> None:
         """Other files' chunks for a backend that sends them apart (llama-server's input_extra)."""
-        other_files = getattr(self.worker.backend, "other_files", None)
-        if other_files is not None:
+        if self.worker.capabilities.other_files:
             kept = tuple(c for c in chunks if f"{c[0]}\n{c[1]}\n" in files)  # those render kept
-            self.worker.call(lambda _: other_files(uri, files, kept))
+            self.worker.call(lambda backend: backend.other_files(uri, files, kept))
 
     def _settle(self, live: Live, result: GenerationResult) -> str:
         """The generation's suggestion; the first time, it becomes the document's last one."""

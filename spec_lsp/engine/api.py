@@ -1,8 +1,11 @@
 """The engine's contract: a request in, streamed text and stats out, a cancellation token.
 
-This module owns the small types every backend shares. It imports no torch, so the server and
-protocol-only tests can use them without loading a model. A remote backend (vLLM, llama.cpp's
-server) stands in for the local engine by implementing `Backend`.
+This module owns the small types every backend shares, what a backend declares it can do
+(`Capabilities`), why a generation stopped (`StopReason`), and the one list of each name a preset
+or a client may choose (speculation methods, weight formats, forwards). It imports no torch, so
+the server, the presets and protocol-only tests use them without loading a model. A remote
+backend (vLLM, llama.cpp's server) stands in for the local engine by implementing `Backend`;
+`BackendBase` gives the optional parts their defaults (do nothing, report nothing).
 """
 
 from __future__ import annotations
@@ -10,9 +13,29 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
+# -- names: each defined here once, imported by config, presets and the engine --------------------
+# How the engine drafts: not at all, n-gram lookup in the prompt, the draft model (or feature head),
+# or lookup first and the draft model where lookup finds nothing.
 DraftMethod = Literal["off", "ngram", "draft", "both"]
+METHODS: tuple[DraftMethod, ...] = get_args(DraftMethod)
+MODEL_METHODS: tuple[DraftMethod, ...] = ("draft", "both")  # the methods that run a draft model
+# What a client may ask for (`speculation`): "auto" (the preset's own method) or a method, in the
+# order the editors' settings list them.
+SPECULATION: tuple[str, ...] = ("auto", "ngram", "draft", "both", "off")
+# How a preset stores a device's weights (`engine.quant` packs the integer ones).
+WeightFormat = Literal["float32", "bfloat16", "int8", "int4"]
+WEIGHT_FORMATS: tuple[WeightFormat, ...] = get_args(WeightFormat)
+FLOAT_FORMATS: tuple[WeightFormat, ...] = ("float32", "bfloat16")
+# The forward a preset asks for (`engine.forward`): the engine's own lean one, or transformers'.
+ForwardName = Literal["lean", "transformers"]
+FORWARDS: tuple[ForwardName, ...] = get_args(ForwardName)
+
+# Why a generation stopped; "" while it runs. "error": the backend failed (a remote engine down,
+# a malformed answer): the result is empty and must not be cached or shown.
+StopReason = Literal["", "max_tokens", "eos", "stop_string", "callback", "cancelled", "error"]
+STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
 # The stop callback, defined here once for every layer: called with the text generated so far,
 # it returns the length of text to keep when the syntactic unit is complete (generation stops
@@ -77,8 +100,13 @@ class GenerationStats:
     draft_forwards: int = 0  # draft model (or head) passes, the ones whose tokens went unused too
     confidence_stops: int = 0  # rounds whose draft stopped under its confidence threshold
     method: str = "off"
-    stop_reason: str = ""  # max_tokens | eos | stop_string | callback | cancelled
+    stop_reason: StopReason = ""
     tokens_per_s: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        """The backend failed: its time is no decode latency, its empty text no answer."""
+        return self.stop_reason == "error"
 
     @property
     def acceptance(self) -> float | None:
@@ -108,12 +136,46 @@ class GenerationResult:
     def cancelled(self) -> bool:
         return self.stats.stop_reason == "cancelled"
 
+    @property
+    def failed(self) -> bool:
+        return self.stats.failed
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond generating, declared by each backend class; the service asks
+    these instead of probing for attributes. Each flag names the `Backend` method it turns on
+    where there is one (`BackendBase` gives those methods their do-nothing defaults)."""
+
+    # Stops a superseded generation within one step and keeps the KV it computed: requests need
+    # no debounce, and a prefetch that only prefills is worth starting (the local engine).
+    cheap_cancel: bool = False
+    # Prefills a document's prompt head when it opens (`completion.anticipate.warm_up`): needs a
+    # cheap cancel too. A remote engine warms its own prompt cache (`remote_warmups`).
+    warm_up: bool = False
+    # Takes other files' chunks apart from the prompt (`other_files`; llama-server's input_extra).
+    other_files: bool = False
+    # Reports whether it can be reached and why not (`status`; a remote engine).
+    status: bool = False
+    # Reports the engine's own counters (`engine_stats`; a remote engine's /metrics).
+    engine_stats: bool = False
+    # Sends prompt-only warm-ups for superseded requests and counts them (`warmup_stats`).
+    remote_warmups: bool = False
+
+
+# The other files' chunks that lead a prompt: (file name, text), in the order they are rendered.
+FileChunks = tuple[tuple[str, str], ...]
+
 
 class Backend(Protocol):
     """What the server needs from an engine; the local speculative engine is one."""
 
+    @property
+    def capabilities(self) -> Capabilities: ...
+
     def generate(self, request: GenerationRequest) -> GenerationResult:
-        """Blocking; call from a worker thread. Stops within one step of `cancel`."""
+        """Blocking; call from a worker thread. Stops within one step of `cancel`. A failure is
+        a result with stop reason "error" (remote) or an exception (the worker answers it)."""
         ...
 
     def count_tokens(self, text: str) -> int: ...
@@ -121,3 +183,51 @@ class Backend(Protocol):
     def forget(self, doc_id: str) -> None:
         """Drops a document's cached KV state (on didClose)."""
         ...
+
+    def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
+        """The other files' text `head` that leads the document's next prompts, and the chunks
+        rendered in it (`Capabilities.other_files`)."""
+        ...
+
+    def status(self) -> dict[str, object] | None:
+        """Whether the engine can be reached, and why not (`Capabilities.status`)."""
+        ...
+
+    def engine_stats(self) -> dict[str, object] | None:
+        """The engine's own counters, None until read (`Capabilities.engine_stats`)."""
+        ...
+
+    def warmup_stats(self) -> dict[str, int] | None:
+        """Prompt-only warm-ups sent (`Capabilities.remote_warmups`)."""
+        ...
+
+
+class BackendBase:
+    """The optional parts of `Backend` with their defaults: no capability, and methods that do
+    nothing or report nothing. A backend subclasses it and overrides what its `capabilities`
+    declare (tests/engine/test_backend_contract.py holds every backend to that)."""
+
+    capabilities = Capabilities()
+
+    def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
+        return None
+
+    def status(self) -> dict[str, object] | None:
+        return None
+
+    def engine_stats(self) -> dict[str, object] | None:
+        return None
+
+    def warmup_stats(self) -> dict[str, int] | None:
+        return None
+
+
+# Which `BackendBase` method each capability turns on (none: a flag for the service alone).
+CAPABILITY_METHODS: dict[str, str | None] = {
+    "cheap_cancel": None,
+    "warm_up": None,
+    "other_files": "other_files",
+    "status": "status",
+    "engine_stats": "engine_stats",
+    "remote_warmups": "warmup_stats",
+}

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field, replace
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.engine.api import (
+    METHODS,
+    MODEL_METHODS,
+    BackendBase,
+    Capabilities,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    StopReason,
+)
 from spec_lsp.engine.cache import (
     DocState,
     DocumentStates,
@@ -78,8 +87,9 @@ class _Run:
     done: bool = False
 
 
-class SpecEngine:
-    cheap_cancel = True  # stops a superseded generation in a step, keeps its KV: no debounce
+class SpecEngine(BackendBase):
+    # Stops a superseded generation in a step and keeps its KV: no debounce, warm-ups pay.
+    capabilities = Capabilities(cheap_cancel=True, warm_up=True)
 
     def __init__(
         self,
@@ -142,12 +152,12 @@ class SpecEngine:
 
     @property
     def methods(self) -> list[str]:
-        return ["off", "ngram"] + (["draft", "both"] if self.draft is not None else [])
+        return [m for m in METHODS if self.draft is not None or m not in MODEL_METHODS]
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         t0 = time.perf_counter()
         method = request.method or self.options.method
-        if method in ("draft", "both") and not self.draft_pays:
+        if method in MODEL_METHODS and not self.draft_pays:
             method = "ngram"
         stats = GenerationStats(method=method)
         run = _Run(request, stats)
@@ -192,7 +202,7 @@ class SpecEngine:
         return ModelState(self.forwards.draft)
 
     def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
-        drafting = self.draft is not None and method in ("draft", "both")
+        drafting = self.draft is not None and method in MODEL_METHODS
         features = self.head is not None  # the head reads the target's features
         if request.doc_id is None or not request.reuse_kv:
             target = ModelState(self.forwards.target, features)
@@ -336,7 +346,7 @@ class SpecEngine:
                 run.done = True
                 break
 
-    def _stop_reason(self, text: str, req: GenerationRequest) -> tuple[str | None, str]:
+    def _stop_reason(self, text: str, req: GenerationRequest) -> tuple[StopReason | None, str]:
         for s in req.stop_strings:
             at = text.find(s)
             if s and at >= 0:

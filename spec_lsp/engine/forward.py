@@ -25,10 +25,10 @@ from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
 from spec_lsp.engine import native
+from spec_lsp.engine.api import FORWARDS
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.lean import LeanDecoder
 
-FORWARDS = ("lean", "transformers")  # what a preset's `forward` may say
 KERNEL_FAMILIES = ("native-vnni", "native-avx2", "native-plain", "torch")
 _ISA_FAMILY = {"avx2+vnni": "native-vnni", "avx2": "native-avx2", "plain": "native-plain"}
 

@@ -24,9 +24,10 @@ import torch
 from transformers import PreTrainedModel
 
 from spec_lsp.engine import compact, draft_model, native, quant
+from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS
 from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
-from spec_lsp.engine.forward import FORWARDS, choose_forwards
+from spec_lsp.engine.forward import choose_forwards
 from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
@@ -107,7 +108,7 @@ class LoadSpec:
     def keeps_blocks(self, device: str) -> bool:
         """Whether a GGUF source runs its own blocks on `device`: unless the preset names a float
         format there (`[weights] cpu = "float32"`: de-quantized, e.g. a bench's reference)."""
-        return self.weights.get(device.split(":")[0]) not in ("float32", "bfloat16")
+        return self.weights.get(device.split(":")[0]) not in FLOAT_FORMATS
 
     def output_format(self, device: str) -> str:
         fmt = self.weight_format(device)
@@ -141,7 +142,7 @@ def apply_weights(
             else:
                 quant.apply_format(draft, fmt, output=out)
         return stored_format(target)
-    if quant.effective_format(fmt, device) in ("float32", "bfloat16") and out == fmt:
+    if quant.effective_format(fmt, device) in FLOAT_FORMATS and out == fmt:
         return quant.effective_format(fmt, device)
     packed = fmt in ("int4", "int8") and not random_weights
     blocks = gguf_blocks(spec.target) if packed else {}

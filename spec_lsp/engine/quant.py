@@ -27,13 +27,13 @@ import torch
 from torch import nn
 
 from spec_lsp.engine import qblocks
+from spec_lsp.engine.api import FLOAT_FORMATS, WEIGHT_FORMATS
 from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.gguf import BLOCK, Q4Blocks, Q8Blocks
 from spec_lsp.engine.qblocks import PREFILL_ROWS
 
 log = logging.getLogger(__name__)
 
-WEIGHT_FORMATS = ("float32", "bfloat16", "int8", "int4")
 GROUP = BLOCK  # int4 group size: one Q4_1 block
 COMPUTE = torch.bfloat16  # activations inside the packed products
 # A product over more rows than PREFILL_ROWS (a prefill chunk) runs in float32 on the de-quantized
@@ -264,7 +264,7 @@ def apply_format(
     device = next(model.parameters()).device
     fmt = effective_format(fmt, device)
     out_fmt = effective_format(output or fmt, device)
-    if fmt in ("float32", "bfloat16") and out_fmt == fmt:
+    if fmt in FLOAT_FORMATS and out_fmt == fmt:
         model.to(getattr(torch, fmt))
         return fmt
     blocks = blocks or {}
@@ -276,7 +276,7 @@ def apply_format(
         if not isinstance(module, nn.Linear) or (skip is not None and skip(name)):
             continue
         layer_fmt = out_fmt if name.rsplit(".", 1)[-1] == "lm_head" else fmt
-        if layer_fmt in ("float32", "bfloat16"):
+        if layer_fmt in FLOAT_FORMATS:
             dtype = getattr(torch, layer_fmt)
             if module.weight.dtype == dtype:
                 continue

@@ -26,13 +26,19 @@ from typing import Any
 
 import httpx
 
-from spec_lsp.engine.api import GenerationRequest, GenerationStats
+from spec_lsp.engine.api import (
+    Capabilities,
+    FileChunks,
+    GenerationRequest,
+    GenerationStats,
+    StopReason,
+)
 from spec_lsp.prompt import template_for
 from spec_lsp.remote.slots import OFF, Slots
 from spec_lsp.remote.spec import RemoteSpec
 from spec_lsp.remote.stream import Chunk, RemoteBackend
 
-STOP_TYPES = {"limit": "max_tokens", "eos": "eos", "word": "stop_string"}
+STOP_TYPES: dict[str, StopReason] = {"limit": "max_tokens", "eos": "eos", "word": "stop_string"}
 
 
 @cache
@@ -54,18 +60,21 @@ def split_fim(prompt: str, family: str) -> tuple[str, str] | None:
     return None if match is None else (match["prefix"], match["suffix"])
 
 
-Files = tuple[tuple[str, str], ...]  # (file name, text) of other files' chunks, in ring order
-
-
 class LlamaServerBackend(RemoteBackend):
     label = "llama-server"
 
     def __init__(self, spec: RemoteSpec) -> None:
         super().__init__(spec)
         self.slots = Slots(spec.slots)
-        self._files: dict[str, tuple[str, Files]] = {}  # doc id -> (rendered head, its chunks)
+        self._files: dict[str, tuple[str, FileChunks]] = {}  # doc id -> (rendered head, chunks)
+        self.capabilities = Capabilities(
+            other_files=True,
+            status=True,
+            engine_stats=True,
+            remote_warmups=self.warmer is not None,
+        )
 
-    def other_files(self, doc_id: str, head: str, chunks: Files) -> None:
+    def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
         """The other files' text `head` that leads the document's next prompts, and the chunks
         rendered in it (sent as `input_extra` in its place)."""
         if head:

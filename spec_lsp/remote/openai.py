@@ -15,15 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec_lsp.engine.api import GenerationRequest, GenerationStats
+from spec_lsp.engine.api import Capabilities, GenerationRequest, GenerationStats, StopReason
+from spec_lsp.remote.spec import RemoteSpec
 from spec_lsp.remote.stream import Chunk, RemoteBackend
 
-FINISH = {"length": "max_tokens", "stop": "eos"}
+FINISH: dict[str, StopReason] = {"length": "max_tokens", "stop": "eos"}
 MAX_STOPS = 4  # the OpenAI API takes at most four stop sequences
 
 
 class OpenAIBackend(RemoteBackend):
     label = "openai-compatible"
+
+    def __init__(self, spec: RemoteSpec) -> None:
+        super().__init__(spec)
+        # No other-files field in the API, and no prompt-only warm-ups (vLLM's prefix cache
+        # keeps what a closed stream prefilled: docs/deploy.md).
+        self.capabilities = Capabilities(status=True, engine_stats=True)
 
     def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import pytest
 
 from spec_lsp.completion import CompletionService
-from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.worker import InferenceWorker, ModelInfo
+from tests.fakes import PlainSyntax, end
 from tests.remote.fake_engine import FakeEngine
 from tests.remote.test_slots_metrics import LLAMA_PAGE
 
@@ -29,21 +29,6 @@ SHAPES_TEXT = (
 )
 NOTES_TEXT = "# notes: every shape has an area_of_ function, in square metres\n"
 MAIN_TEXT = "from shapes import Rectangle\n\nr = Rectangle(2, 3)\nprint("
-
-
-class KeepAll:
-    mode = "multi"
-
-    def stop(self, text: str) -> int | None:
-        return None
-
-    def trim(self, text: str, growing: bool = False) -> str | None:
-        return text
-
-
-class PlainSyntax(SyntaxPort):
-    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> KeepAll:  # type: ignore[override]
-        return KeepAll()
 
 
 @pytest.fixture
@@ -63,12 +48,6 @@ async def service_on(
     service = CompletionService(worker, Options(max_tokens=32, prefetch=prefetch), PlainSyntax())
     service.model_ready()
     return service
-
-
-def end(service: CompletionService, uri: str) -> tuple[int, int]:
-    doc = service.docs.get(uri)
-    assert doc is not None
-    return len(doc.lines) - 1, len(doc.lines[-1])
 
 
 async def keystroke(service: CompletionService, version: int, ch: str) -> str:

@@ -8,29 +8,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-from test_scheduling import (
-    URI,
-    WAIT_S,
-    ScriptedBackend,
-    end,
-    service_with,
-    type_text,
-)
-
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.live import WARM_PREFILL_CHUNK
 from spec_lsp.config import Options
-from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.engine.api import Capabilities, GenerationRequest, GenerationResult, GenerationStats
+from tests.fakes import LOCAL, URI, WAIT_S, ScriptedBackend, end, service_with, type_text, until
 
 OTHER = "file:///other.py"
-
-
-async def until(check, what: str) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(WAIT_S / 0.005)):
-        if check():
-            return
-        await asyncio.sleep(0.005)
-    raise TimeoutError(what)
 
 
 async def shown(backend: ScriptedBackend, service: CompletionService) -> str:
@@ -167,7 +151,7 @@ async def test_a_prefetch_prefills_in_short_passes() -> None:
 class WarmBackend(ScriptedBackend):
     """Warm-ups (prefills only) block until cancelled, or raise; the rest as ScriptedBackend."""
 
-    cheap_cancel = True  # as the local engine (warm-ups run only there)
+    capabilities = LOCAL  # warm-ups run only on a backend that declares them
 
     def __init__(self, text: str, warm: str = "block") -> None:
         super().__init__(text)
@@ -238,7 +222,7 @@ async def test_a_failed_warm_up_leaves_the_requests_alone() -> None:
 
 async def test_a_backend_that_does_not_cancel_cheaply_gets_no_warm_up() -> None:
     backend = WarmBackend("pass")
-    backend.cheap_cancel = False  # a remote engine
+    backend.capabilities = Capabilities()  # a remote engine (it warms its own way)
     backend.free_running = True
     service = await service_with(backend, prefetch=True)
     service.did_open(URI, "python", 1, "x = ")

@@ -1,7 +1,7 @@
 """Scheduling properties with a scripted backend in the real worker thread (no model, no LSP).
 
-The backend emits one character per step and waits for the test to release each step, so every
-interleaving below is forced by events, not by timing.
+The backend (tests/fakes.py) emits one character per step and waits for the test to release each
+step, so every interleaving below is forced by events, not by timing.
 """
 
 from __future__ import annotations
@@ -14,105 +14,19 @@ import pytest
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion import service as service_module
 from spec_lsp.completion.arrivals import debounce_s
-from spec_lsp.completion.live import WARM_PREFILL_CHUNK
-from spec_lsp.completion.syntax_port import SyntaxPort
-from spec_lsp.config import Options
-from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.worker import InferenceWorker, Job, ModelInfo
-
-URI = "file:///doc.py"
-WAIT_S = 30.0
-
-
-class ScriptedBackend:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.calls: list[GenerationRequest] = []  # requests' and prefetches' generations
-        self.warmups: list[GenerationRequest] = []
-        self.started = threading.Event()
-        self.step = threading.Semaphore(0)
-        self.free_running = False
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        if request.prefill_chunk == WARM_PREFILL_CHUNK:  # a document's warm-up: a prefill only
-            self.warmups.append(request)
-            return GenerationResult("", stats=GenerationStats(stop_reason="max_tokens"))
-        self.calls.append(request)
-        self.started.set()
-        out = ""
-        for ch in self.text[: request.max_new_tokens]:
-            if not self.free_running:
-                self.step.acquire(timeout=WAIT_S)
-            if request.cancel is not None and request.cancel.cancelled:
-                return GenerationResult(out, stats=GenerationStats(stop_reason="cancelled"))
-            out += ch
-            if request.on_text is not None:
-                request.on_text(ch)
-        stats = GenerationStats(prompt_tokens=10, prefilled_tokens=2, stop_reason="max_tokens")
-        return GenerationResult(out, stats=stats)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text)
-
-    def forget(self, doc_id: str) -> None:
-        pass
-
-    def release(self, n: int) -> None:
-        for _ in range(n):
-            self.step.release()
-
-
-class KeepAll:
-    """A cutter without rules: multi-line, never stops early, trims nothing."""
-
-    mode = "multi"
-
-    def stop(self, text: str) -> int | None:
-        return None
-
-    def trim(self, text: str, growing: bool = False) -> str | None:
-        return text
-
-
-class PlainSyntax(SyntaxPort):
-    """No trimming, multi-line everywhere: the scheduler's behaviour alone."""
-
-    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> KeepAll:  # type: ignore[override]
-        return KeepAll()
-
-
-async def service_with(backend: ScriptedBackend, prefetch: bool = False) -> CompletionService:
-    """`prefetch`: off by default, so the calls counted here are the requests' own."""
-    worker = InferenceWorker(asyncio.get_running_loop())
-    worker.backend, worker.state, worker.info = backend, "ready", ModelInfo(preset="fake")
-    service = CompletionService(worker, Options(max_tokens=32, prefetch=prefetch), PlainSyntax())
-    service.model_ready()
-    return service
-
-
-async def wait_event(event: threading.Event) -> None:
-    assert await asyncio.to_thread(event.wait, WAIT_S)
-
-
-async def streamed(service: CompletionService, n: int) -> None:
-    """Waits (bounded) until the live generation has streamed n characters."""
-    for _ in range(int(WAIT_S / 0.01)):
-        live = service.live.running(URI)
-        if live is not None and len(live.job.streamed) >= n:
-            return
-        await asyncio.sleep(0.01)
-    raise TimeoutError
-
-
-def end(service: CompletionService) -> tuple[int, int]:
-    doc = service.docs.get(URI)
-    assert doc is not None
-    return len(doc.lines) - 1, len(doc.lines[-1])
-
-
-def type_text(service: CompletionService, version: int, text: str) -> None:
-    line, col = end(service)
-    service.did_change(URI, version, [((line, col, line, col), text)], "utf-16")
+from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.worker import InferenceWorker, Job
+from tests.fakes import (
+    URI,
+    WAIT_S,
+    CheapCancelBackend,
+    ScriptedBackend,
+    end,
+    service_with,
+    streamed,
+    type_text,
+    wait_event,
+)
 
 
 async def test_a_newer_request_cancels_the_running_generation_of_the_same_document() -> None:
@@ -201,10 +115,6 @@ def test_debounce_waits_only_while_requests_come_faster_than_the_model() -> None
     # unless one is configured.
     assert debounce_s(60.0, 0, 200.0, cheap_cancel=True) == 0.0
     assert debounce_s(60.0, 250, 200.0, cheap_cancel=True) == 0.25
-
-
-class CheapCancelBackend(ScriptedBackend):
-    cheap_cancel = True  # as the local engine: superseding a generation costs one step
 
 
 async def test_a_backend_that_cancels_cheaply_starts_a_keystroke_request_at_once(

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from test_scheduling import ScriptedBackend, service_with
-
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.neighbours import Neighbours, render
 from spec_lsp.config import Options
-from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
 from spec_lsp.worker import InferenceWorker, engine_loader
+from tests.fakes import RecordingBackend, ScriptedBackend, end, service_with
 
 DEFS = "file:///w/shapes.py"
 USE = "file:///w/main.py"
@@ -22,12 +20,6 @@ DEFS_TEXT = (
     "def area_of_rectangle(rect):\n    return rect.width * rect.height\n"
 )
 USE_TEXT = "from shapes import Rectangle\n\nr = Rectangle(2, 3)\nprint("
-
-
-def end(service: CompletionService, uri: str) -> tuple[int, int]:
-    doc = service.docs.get(uri)
-    assert doc is not None
-    return len(doc.lines) - 1, len(doc.lines[-1])
 
 
 async def keystroke(service: CompletionService, version: int, ch: str) -> None:
@@ -56,23 +48,6 @@ async def test_other_files_come_first_and_change_only_after_a_pause() -> None:
     assert "# notes.py\n# notes:" in backend.calls[-1].prompt
 
 
-class Recording:
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-        self.requests: list[tuple[GenerationRequest, GenerationResult]] = []
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        result = self.backend.generate(request)
-        self.requests.append((request, result))
-        return result
-
-    def count_tokens(self, text: str) -> int:
-        return self.backend.count_tokens(text)
-
-    def forget(self, doc_id: str) -> None:
-        self.backend.forget(doc_id)
-
-
 async def test_two_files_on_the_tiny_model_prefill_under_8_tokens_per_keystroke() -> None:
     worker = InferenceWorker(asyncio.get_running_loop())
     loaded = asyncio.Event()
@@ -80,7 +55,7 @@ async def test_two_files_on_the_tiny_model_prefill_under_8_tokens_per_keystroke(
     worker.load("tiny", engine_loader(options), lambda m, f: None, loaded.set)
     await asyncio.wait_for(loaded.wait(), 300)
     assert worker.state == "ready" and worker.backend is not None
-    recording = Recording(worker.backend)
+    recording = RecordingBackend(worker.backend)
     worker.backend = recording
     service = CompletionService(worker, options)
     service.model_ready()

@@ -10,31 +10,21 @@ from spec_lsp.completion import CompletionService
 from spec_lsp.completion.live import Live
 from spec_lsp.completion.reuse import Anchor
 from spec_lsp.completion.syntax_port import Cut
-from spec_lsp.config import Options
 from spec_lsp.engine.api import GenerationRequest
-from spec_lsp.worker import InferenceWorker, Job, ModelInfo
-from tests.lsp.test_scheduling import (
+from spec_lsp.worker import Job
+from tests.fakes import (
     URI,
     WAIT_S,
     KeepAll,
-    PlainSyntax,
     ScriptedBackend,
     end,
+    service_with,
     streamed,
     type_text,
     wait_event,
 )
 
 TEXT = "a = 1\nb = 2\nc = 3"
-
-
-async def service_with(backend: ScriptedBackend, partial_ms: int) -> CompletionService:
-    worker = InferenceWorker(asyncio.get_running_loop())
-    worker.backend, worker.state, worker.info = backend, "ready", ModelInfo(preset="fake")
-    options = Options(max_tokens=32, prefetch=False, partial_ms=partial_ms)
-    service = CompletionService(worker, options, PlainSyntax())
-    service.model_ready()
-    return service
 
 
 async def answered_early() -> tuple[ScriptedBackend, CompletionService]:

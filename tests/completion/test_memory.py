@@ -8,8 +8,9 @@ import asyncio
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.syntax_port import SyntaxPort as Syntax
 from spec_lsp.config import Options
-from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
-from spec_lsp.worker import TRIM_AFTER_PREFILL, InferenceWorker, ModelInfo, release_free_memory
+from spec_lsp.heap import release_free_memory
+from spec_lsp.worker import TRIM_AFTER_PREFILL, InferenceWorker, ModelInfo
+from tests.fakes import PrefillBackend
 
 SOURCE = "def area(r):\n    if r < 0:\n        raise ValueError(r)\n    return "
 COMPLETION = "3.14 * r * r\n\n\ndef other():\n    pass\n"
@@ -58,23 +59,6 @@ def test_without_a_source_every_open_document_stays_parsed() -> None:
 
 def test_free_heap_memory_can_be_handed_back_on_this_platform() -> None:
     assert release_free_memory()  # Linux with glibc, where the server runs
-
-
-class PrefillBackend:
-    """Answers at once; reports `prefilled` prompt tokens per call."""
-
-    def __init__(self, prefilled: int) -> None:
-        self.prefilled = prefilled
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        stats = GenerationStats(prefilled_tokens=self.prefilled, stop_reason="max_tokens")
-        return GenerationResult("pass", stats=stats)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text)
-
-    def forget(self, doc_id: str) -> None:
-        pass
 
 
 async def _service(prefilled: int) -> CompletionService:
