@@ -172,6 +172,13 @@ SETTINGS: tuple[Setting, ...] = (
         "(a pattern without `/` against its file name; `*` also crosses `/`), e.g. "
         '`["*.md", "*/secrets/*"]`',
     ),
+    Setting(
+        "private_files",
+        (),
+        "more glob patterns (as `exclude`) of files whose text never leaves them: no suggestions "
+        "in them, never other files' context; added to the built-in list (`.env*`, `*.pem`, "
+        "`*.key`, `id_rsa*`, `.netrc`, `credentials*`, `*secret*`..., docs/security.md)",
+    ),
 )
 SETTING: dict[str, Setting] = {s.name: s for s in SETTINGS}
 _D: dict[str, Any] = {s.name: s.default for s in SETTINGS}
@@ -194,6 +201,7 @@ class Options:
     prefetch: bool = _D["prefetch"]
     partial_ms: int = _D["partial_ms"]
     exclude: tuple[str, ...] = _D["exclude"]
+    private_files: tuple[str, ...] = _D["private_files"]
 
     def language_enabled(self, language_id: str) -> bool:
         langs = self.enabled_languages

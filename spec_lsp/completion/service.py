@@ -27,7 +27,7 @@ from spec_lsp.completion.anticipate import alternatives, prefetch_after, warm_up
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
 from spec_lsp.completion.live import GenerationFailed, Generations, Live
-from spec_lsp.completion.neighbours import Neighbours, markers, render
+from spec_lsp.completion.neighbours import Neighbours, markers, private, render, shareable
 from spec_lsp.completion.prefetch import Prefetch
 from spec_lsp.completion.reuse import Anchor, CacheKey, Reuse
 from spec_lsp.completion.syntax_port import Cut, SyntaxPort
@@ -61,7 +61,7 @@ class CompletionService:
         self.live = Generations(worker, self.stats)
         self.feedback = Feedback(self.stats)
         self.prefetch = Prefetch(self.live, self.stats)
-        self.neighbours = Neighbours()
+        self.neighbours = Neighbours(admits=lambda uri, lang: shareable(self.options, uri, lang))
         self._prompts: PromptBuilder | None = None
         self._opened: str | None = None  # the document opened last
 
@@ -69,7 +69,7 @@ class CompletionService:
     def did_open(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.docs.open(uri, language_id, version, text)
         self.syntax.open(uri, language_id, text)
-        self.neighbours.note(uri, text.split("\n"), 0)
+        self.neighbours.note(uri, text.split("\n"), 0, language_id)
         self._opened = uri
         if self.options.prefetch and (doc := self.docs.get(uri)) is not None:
             warm_up(self, doc)  # idle time before the first keystroke: prefill the file's start
@@ -94,7 +94,8 @@ class CompletionService:
             self.syntax.apply_edit(uri, start, end, text)
         doc.version = version
         if changes and changes[-1][0] is not None:
-            self.neighbours.note(uri, doc.lines, changes[-1][0][0])  # type: ignore[index]
+            row = changes[-1][0][0]  # type: ignore[index]
+            self.neighbours.note(uri, doc.lines, row, doc.language_id)
         self.live.stop_unless_typed_through(uri, doc.text)
         return True
 
@@ -129,6 +130,7 @@ class CompletionService:
             self.reuse.clear()
             self.prefetch.clear()
         self.options = options
+        self.neighbours.refilter()  # a language turned off, a private pattern added
         if self._prompts is not None:
             self._prompts = self._prompt_builder()
 
@@ -221,7 +223,8 @@ class CompletionService:
 
     def _serving(self, doc: Document) -> bool:
         o = self.options
-        return o.enabled and o.language_enabled(doc.language_id) and self.worker.state == "ready"
+        ready = o.enabled and o.language_enabled(doc.language_id) and self.worker.state == "ready"
+        return ready and not private(o, doc.uri)  # a private file's text is in no prompt
 
     def _current(self, doc: Document, arrival: Arrival) -> bool:
         return (
