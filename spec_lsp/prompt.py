@@ -29,6 +29,29 @@ from typing import Literal
 
 Layout = Literal["psm", "spm", "prefix"]
 CHARS_PER_TOKEN = 3.0  # conservative for code; budgets are in tokens, windows in characters
+# A keystroke in a PSM prompt re-prefills its whole suffix: on a slow model (the 1.5B coder on a
+# 2-core CPU prefills ~80 tokens a second) the suffix is cut to what re-prefills in this time...
+KEYSTROKE_REFILL_MS = 250.0
+MIN_SUFFIX_TOKENS = 24  # ...but never under this: the rest of the line and a line or two more
+# A document's first prompt (and one after its window moved) is prefilled whole before the first
+# suggestion: on a slow model the window is cut to what prefills in this time (the 1.5B coder on a
+# 2-core CPU: ~540 of its 1,536 tokens) ...
+COLD_PROMPT_S = 8.0
+MIN_WINDOW_TOKENS = 256  # ... but never under this
+
+
+def refill_tokens(prefill_tokens_per_s: float | None) -> int | None:
+    """Tokens a model prefills within `KEYSTROKE_REFILL_MS` (None: its speed is not known)."""
+    if not prefill_tokens_per_s:
+        return None
+    return int(prefill_tokens_per_s * KEYSTROKE_REFILL_MS / 1000)
+
+
+def cold_tokens(prefill_tokens_per_s: float | None) -> int | None:
+    """Tokens a model prefills within `COLD_PROMPT_S` (None: its speed is not known)."""
+    if not prefill_tokens_per_s:
+        return None
+    return max(MIN_WINDOW_TOKENS, int(prefill_tokens_per_s * COLD_PROMPT_S))
 
 
 @dataclass(frozen=True)
@@ -75,13 +98,25 @@ class Budget:
     suffix_chars: int
 
     @classmethod
-    def for_model(cls, context_tokens: int, max_new_tokens: int, layout: Layout) -> Budget:
+    def for_model(
+        cls,
+        context_tokens: int,
+        max_new_tokens: int,
+        layout: Layout,
+        prefill_tokens_per_s: float | None = None,
+    ) -> Budget:
+        """`prefill_tokens_per_s`: the model's measured prefill speed, which caps the window
+        (`cold_tokens`) and a PSM suffix, prefilled again at every keystroke (`refill_tokens`)."""
         usable = max(64, context_tokens - max_new_tokens - 16)  # 16: template tokens
+        if (cold := cold_tokens(prefill_tokens_per_s)) is not None:
+            usable = min(usable, cold)
         if layout == "prefix":
             return cls(int(usable * CHARS_PER_TOKEN), 0)
         # PSM prefills the whole suffix again on every keystroke: keep it short.
         share = 0.25 if layout == "spm" else 0.125
         suffix_tokens = int(usable * share)
+        if layout == "psm" and (refill := refill_tokens(prefill_tokens_per_s)) is not None:
+            suffix_tokens = min(suffix_tokens, max(MIN_SUFFIX_TOKENS, refill))
         return cls(
             int((usable - suffix_tokens) * CHARS_PER_TOKEN), int(suffix_tokens * CHARS_PER_TOKEN)
         )
@@ -113,9 +148,19 @@ def unlead(completion: str, lead: str) -> str | None:
 class PromptBuilder:
     """Builds prompts for one model family, remembering each document's prefix window start."""
 
-    def __init__(self, family: str, context_tokens: int, max_new_tokens: int) -> None:
+    def __init__(
+        self,
+        family: str,
+        context_tokens: int,
+        max_new_tokens: int,
+        prefill_tokens_per_s: float | None = None,
+    ) -> None:
+        """`prefill_tokens_per_s`: the model's measured prefill speed, which sizes the window
+        and a PSM suffix to it (`Budget.for_model`); None: the context's budget alone."""
         self.template = template_for(family)
-        self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
+        self.budget = Budget.for_model(
+            context_tokens, max_new_tokens, self.template.layout, prefill_tokens_per_s
+        )
         self._starts: dict[str, int] = {}
 
     def forget(self, doc_id: str) -> None:
