@@ -11,6 +11,7 @@ of documents or of LSP.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from spec_lsp.config import Options
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.stats import ServerStats
 from spec_lsp.worker import InferenceWorker, Job
+
+log = logging.getLogger(__name__)
 
 
 class GenerationFailed(Exception):
@@ -88,6 +91,7 @@ def request_for(
         reuse_kv=options.kv_reuse,
         first_rank=first_rank,
         prefill_chunk=chunk,
+        idle=prefetch or warm,
     )
 
 
@@ -237,7 +241,19 @@ class Generations:
         """Counts a finished generation once, whether or not anyone still waits for it; a
         prefetch is no request's generation (`ServerStats.prefetched` counts it)."""
         job = live.job
-        if live.prefetch or job.future.cancelled() or job.future.exception() is not None:
+        if job.future.cancelled() or job.future.exception() is not None:
+            return
+        if log.isEnabledFor(logging.DEBUG):
+            s = job.future.result().stats
+            kind = "warm" if live.warm else "prefetch" if live.prefetch else "request"
+            log.debug(
+                "%s %s: queued %.0f ms, prompt %d tokens (%d reused, %d prefilled in %.0f ms), "
+                "%d generated, %.0f ms in all, %s",
+                kind, live.uri.rsplit("/", 1)[-1], job.queue_ms, s.prompt_tokens,
+                s.reused_tokens, s.prefilled_tokens, s.prefill_ms, s.generated_tokens,
+                s.total_ms, s.stop_reason,
+            )  # fmt: skip
+        if live.prefetch:
             return
         self.stats.record_generation(job.future.result().stats, job.queue_ms)
         if (stop_ms := job.stop_ms) is not None:

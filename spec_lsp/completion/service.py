@@ -136,7 +136,9 @@ class CompletionService:
 
     def _prompt_builder(self) -> PromptBuilder:
         info = self.worker.info
-        return PromptBuilder(info.fim, info.context_tokens, self.options.max_tokens)
+        return PromptBuilder(
+            info.fim, info.context_tokens, self.options.max_tokens, info.prefill_tokens_per_s
+        )
 
     def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
         out = self.stats.to_wire(model)

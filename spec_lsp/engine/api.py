@@ -79,6 +79,9 @@ class GenerationRequest:
     # Prefill in passes of at most this many tokens (None: the engine's own chunk): a prefetch's
     # short passes let a real request that cancels it wait one short pass at most.
     prefill_chunk: int | None = None
+    # Work on idle time, ahead of need (a warm-up, a prefetch): a draft model whose KV lags the
+    # prompt catches up here, where a request would leave it aside (`AdaptiveK.catch_up_pays`).
+    idle: bool = False
 
 
 @dataclass

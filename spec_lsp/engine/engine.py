@@ -226,6 +226,12 @@ class SpecEngine(BackendBase):
         """Prefill, then speculative steps until a stop condition or cancellation."""
         sources = self._sources(run.request.doc_id, method)
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
+        if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
+            # A draft whose KV lags the prompt sits a request out unless catching up pays.
+            ctl = next(c for d, c in sources if d is self._model_drafter)
+            lag = len(prompt) - common_prefix_len(state.draft.tokens, prompt)
+            if not ctl.catch_up_pays(lag, run.request.max_new_tokens):
+                ctl.held, drafting = True, False
         logits = self._prefill(run, state, prompt, drafting)
         if logits is None:
             return

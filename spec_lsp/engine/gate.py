@@ -125,6 +125,20 @@ class AdaptiveK:
         else:  # step aside, and wait longer after each probe that does not pay
             self.wait, self._backoff = self._backoff, min(2 * self._backoff, self.backoff_max)
 
+    def catch_up_pays(self, lag: int, room: int) -> bool:
+        """Whether prefilling `lag` prompt tokens into the draft's KV pays within a request that
+        may decode `room` more tokens: the draft's prefill, priced as the target's per token
+        scaled by the draft step's share of a target pass, against the time drafting is expected
+        to save at the current estimates. A draft whose KV is cold sits a request out (a cold
+        1,000-token prompt costs the 0.5B draft seconds to save a fraction of 64 tokens' time);
+        idle-time work (a warm-up, a prefetch) catches it up instead. No curve: always."""
+        if not self.cost or lag <= 0:
+            return True
+        per_token = self.draft_cost * (self.cost[-1] / len(self.cost)) / self.cost[0]
+        gain = self.best(self.acceptance, self.goes_on)[1]
+        saved = room * self.cost[0] * (1.0 - 1.0 / gain) if gain > 1.0 else 0.0
+        return lag * per_token <= saved
+
     def best_k(self) -> int:
         """argmax over k of E[tokens from one round with budget k] / cost of that round."""
         return self.best(self.acceptance, self.goes_on)[0]

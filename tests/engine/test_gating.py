@@ -205,3 +205,32 @@ def test_the_draft_step_cost_is_measured_when_the_engine_starts(
         make_engine(target, tokenizer, head, k_max=K_MAX, verify_cost=CURVE).options.draft_cost > 0
     )
     assert make_engine(target, tokenizer, random_draft).options.draft_cost == 0  # no curve: no gate
+
+
+def test_catching_up_a_cold_draft_is_priced_against_what_drafting_saves() -> None:
+    gate = AdaptiveK(4, 1, K_MAX, CURVE, DRAFT_COST, 1.1)
+    per_token = DRAFT_COST * (CURVE[-1] / len(CURVE)) / CURVE[0]  # 0.2
+    gain = gate.best(gate.acceptance, gate.goes_on)[1]
+    saved = 64 * CURVE[0] * (1 - 1 / gain)
+    assert gate.catch_up_pays(0, 1) and gate.catch_up_pays(int(saved / per_token), 64)
+    assert not gate.catch_up_pays(int(saved / per_token) + 2, 64)
+    assert AdaptiveK(4, 1, K_MAX).catch_up_pays(10_000, 1)  # no measured curve: no gate
+
+
+def test_a_request_leaves_a_cold_draft_aside_and_idle_work_catches_it_up(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    # Drafting with the target itself pays, but not enough to prefill a whole prompt for 2 tokens.
+    engine = make_engine(target, tokenizer, target, **PAYING)
+    prompt = CODE_PROMPTS[1]
+    cold = run(engine, "draft", 2, prompt)
+    state = engine.docs.get("doc")
+    assert state is not None and isinstance(state.draft, ModelState)
+    assert len(state.draft) == 0 and cold.stats.draft_forwards == 0
+    assert cold.token_ids == run(engine, "off", 2, prompt).token_ids
+    idle = GenerationRequest(
+        prompt=prompt, doc_id="doc", max_new_tokens=1, method="draft", idle=True
+    )
+    engine.generate(idle)
+    assert len(state.draft) >= len(engine.encode(prompt)) - 1
+    warm = run(engine, "draft", 8, prompt)
+    assert warm.stats.draft_forwards > 0 and warm.stats.accepted_tokens > 0
+    assert warm.token_ids == run(engine, "off", 8, prompt).token_ids
