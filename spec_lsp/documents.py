@@ -67,5 +67,8 @@ class DocumentStore:
     def close(self, uri: str) -> Document | None:
         return self._docs.pop(uri, None)
 
+    def uris(self) -> list[str]:
+        return list(self._docs)
+
     def __len__(self) -> int:
         return len(self._docs)

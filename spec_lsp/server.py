@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -40,6 +41,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import MODEL_FIELDS, Options, camel, merge, settings_section
+from spec_lsp.transport import Connection, serve_clients
 from spec_lsp.wire import serve_stream
 from spec_lsp.worker import InferenceWorker, Loader, engine_loader
 
@@ -164,6 +166,9 @@ class SpecServer(LanguageServer):
         self.pending_warnings: list[str] = []
         self.exit_code = 0
         self.loaded = asyncio.Event()  # set while no load is in progress (after the first)
+        self.models_key: tuple[object, ...] | None = None  # what the last load was asked for
+        self.shared = False  # serving one client after another (`start_shared`)
+        self._start_options = self.options
         self._progress_ids = itertools.count(1)
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
@@ -184,6 +189,50 @@ class SpecServer(LanguageServer):
             self.exit_code = exc.code if isinstance(exc.code, int) else 1
         finally:
             self.shutdown()
+
+    def start_shared(self, listener: socket.socket, token: str | None) -> None:
+        """Serves the clients of `listener` one at a time (`transport.serve_clients`: bounded
+        framing, admission by `token`) until SIGTERM or SIGINT. Each connection is a session of
+        its own, from `initialize` on, while the models stay loaded for the next one."""
+        self.shared = True
+        self._start_options = self.options
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(serve_clients(listener, self, token))
+        finally:
+            self.shutdown()
+            if self.worker is not None:
+                self.worker.stop()
+
+    def open_session(self, connection: Connection) -> Callable[[bytes], None]:
+        """A fresh protocol (nothing initialized, no requests) writing to `connection` only;
+        the handlers registered on the first one are shared."""
+        old, new = self.protocol, SpecProtocol(self, self.protocol._converter)
+        new.fm.features.update(old.fm.features)
+        new.fm.feature_options.update(old.fm.feature_options)
+        new.fm.commands.update(old.fm.commands)
+        new.set_writer(connection)
+        self.protocol = new
+
+        def handle(body: bytes) -> None:
+            try:
+                self._handle_body(body)
+            except SystemExit:  # `exit` ends this session, not the server
+                connection.close()
+
+        return handle
+
+    def close_session(self) -> None:
+        """Forgets the ended session: its requests are cancelled (their answers go nowhere),
+        its documents closed, its options back to the command line's."""
+        for future in list(self.protocol._request_futures.values()):
+            future.cancel()
+        if self.service is not None:
+            for uri in self.service.docs.uris():
+                self.service.did_close(uri)
+        self.service, self.pending_warnings = None, []
+        self.options = self._start_options
 
     def _handle_body(self, body: bytes) -> None:
         try:
@@ -223,13 +272,31 @@ class SpecServer(LanguageServer):
             "draft": info.draft if info else None,
             "forward": info.forward if info else None,
             "kernels": info.kernels if info else None,
+            # Why the native kernels did not load (torch's run instead); `spec-lsp doctor` too.
+            "kernelsError": _kernels_error(),
             "engine": engine,
         }
+
+    async def ready_models(self) -> None:
+        """`load_models`, unless an earlier session of a shared server left the same models
+        loaded or loading: then this session waits for those."""
+        worker = self.worker
+        if (
+            worker is None
+            or worker.state == "failed"
+            or self.models_key != self.options.model_key()
+        ):
+            await self.load_models()
+            return
+        await self.loaded.wait()
+        if worker.state == "ready" and self.service is not None:
+            self.service.model_ready()
 
     async def load_models(self) -> None:
         """Loads the configured preset in the worker, reporting $/progress when supported."""
         assert self.worker is not None and self.service is not None
         self.loaded.clear()
+        self.models_key = self.options.model_key()
         token: str | None = None
         if _supports_progress(self.client_capabilities):
             token = f"spec-lsp/load/{next(self._progress_ids)}"
@@ -253,11 +320,13 @@ class SpecServer(LanguageServer):
                     token, types.WorkDoneProgressReport(message=message, percentage=pct)
                 )
 
-        self.worker.load(
-            self.options.preset, self.loader(self.options), progress, lambda: done.set_result(None)
-        )
+        def finished() -> None:  # even when this task was cancelled (its session ended)
+            if not done.done():
+                done.set_result(None)  # first: this task's model_ready before any waiter
+            self.loaded.set()
+
+        self.worker.load(self.options.preset, self.loader(self.options), progress, finished)
         await done
-        self.loaded.set()
         worker = self.worker
         if token is not None:
             message = "ready" if worker.state == "ready" else "failed"
@@ -272,11 +341,20 @@ class SpecServer(LanguageServer):
             )
 
 
+def _kernels_error() -> str | None:
+    """`engine.native.failure()` once a load has tried the kernels; never imports torch itself."""
+    native = sys.modules.get("spec_lsp.engine.native")
+    return native.failure() if native is not None else None
+
+
 def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]:
-    """`merge`, with two guards for the fields that reload the models: an invalid value keeps
-    the current one (merge's fallback to the default would load another model), and a preset from
+    """`merge`, with three guards for the fields that reload the models: an invalid value keeps
+    the current one (merge's fallback to the default would load another model); a preset from
     a client must be a name from models/ (or tiny), never a path: a client can pick among the
-    presets the user installed, not point the server at files."""
+    presets the user installed, not point the server at files; and only a local one, unless the
+    user allowed remote or downloading presets (`trust.client_preset_refusal`)."""
+    from spec_lsp.trust import client_preset_refusal
+
     options, warnings = merge(current, settings)
     wire = settings if isinstance(settings, Mapping) else {}
     for name in MODEL_FIELDS:  # an invalid value keeps the models loaded, not the default's
@@ -292,6 +370,9 @@ def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]
             f"spec-lsp: preset {options.preset!r} refused: a client may name a preset from "
             f"models/ (spec-lsp models list), not a path; keeping {current.preset!r}"
         )
+        options = dataclasses.replace(options, preset=current.preset)
+    elif options.preset != current.preset and (refusal := client_preset_refusal(options.preset)):
+        warnings.append(f"{refusal}; keeping {current.preset!r}")
         options = dataclasses.replace(options, preset=current.preset)
     return options, warnings
 
@@ -369,7 +450,8 @@ def build_server(
     @server.feature(types.INITIALIZE)
     def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
         ls.options, ls.pending_warnings = client_options(ls.options, params.initialization_options)
-        ls.worker = InferenceWorker(asyncio.get_running_loop())
+        if ls.worker is None:  # a shared server's next session keeps the worker and its models
+            ls.worker = InferenceWorker(asyncio.get_running_loop())
         ls.service = CompletionService(ls.worker, ls.options)
 
     @server.feature(types.INITIALIZED)
@@ -377,7 +459,7 @@ def build_server(
         for message in ls.pending_warnings:
             ls.warn(message)
         ls.pending_warnings = []
-        await ls.load_models()
+        await ls.ready_models()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def text_document_did_open(ls: SpecServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -495,11 +577,13 @@ def build_server(
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: SpecServer, params: Any) -> None:
-        if ls.worker is not None:
+        if ls.worker is not None and not ls.shared:  # a shared server's models outlive a session
             ls.worker.stop()
 
     @server.feature(types.EXIT)
     def exit_(ls: SpecServer, params: Any) -> None:
+        if ls.shared:  # pygls closes the connection; the transport ends that session only
+            return
         code = 0 if ls.protocol._shutdown else 1
         timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(code,))
         timer.daemon = True

@@ -6,7 +6,8 @@ client can send break it: a length near the memory size (one huge allocation, th
 body shorter or longer than its header said (the rest of the body is glued to every later header
 line, none of which matches again: the server goes deaf). Here a header is found anywhere in a
 line, a length above `MAX_MESSAGE_BYTES` is refused without reading it, and lines are read in
-bounded pieces; after any framing error the next well-formed frame is read normally.
+bounded pieces; after any framing error the next well-formed frame is read normally. The same
+reader serves stdin (`serve_stream`) and each client of a shared server (`transport.py`, `relay`).
 
 It knows nothing of JSON-RPC or pygls: bodies go to a callback as bytes.
 """
@@ -20,7 +21,7 @@ import re
 import signal
 import threading
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,16 @@ QUEUED_MESSAGES = 8  # bodies read ahead of the event loop (backpressure on a fl
 _HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
 
 
+class Readable(Protocol):
+    """What the reader needs of a stream: stdin's buffer, a socket's file, or a wrapper."""
+
+    def readline(self, limit: int = -1, /) -> bytes: ...
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 def read_frames(
-    stream: BinaryIO, on_body: Callable[[bytes], None], max_bytes: int = MAX_MESSAGE_BYTES
+    stream: Readable, on_body: Callable[[bytes], None], max_bytes: int = MAX_MESSAGE_BYTES
 ) -> None:
     """Calls `on_body(body)` for each frame read from `stream`, until the stream ends."""
     length: int | None = None
@@ -56,21 +65,16 @@ def read_frames(
         on_body(body)
 
 
-async def serve_stream(stream: BinaryIO, handle: Callable[[bytes], None]) -> None:
+async def relay(stream: Readable, handle: Callable[[bytes], None], name: str) -> None:
     """Runs `handle(body)` on the running loop for each frame of `stream`, in order, until the
-    stream ends or SIGTERM. A daemon thread reads, so a read blocked on stdin never holds up the
-    process's end; at most QUEUED_MESSAGES bodies wait for the loop (a flooding client blocks).
-    After each body the loop runs once more before the next, so a handler's task takes its first
-    step (e.g. a configuration change applied) before the next message is handled."""
+    stream ends. A daemon thread (`name`) reads, so a read blocked on stdin or a socket never
+    holds up the process's end; at most QUEUED_MESSAGES bodies wait for the loop (a flooding
+    client blocks). After each body the loop runs once more before the next, so a handler's task
+    takes its first step (e.g. a configuration change applied) before the next message is handled.
+    """
     loop = asyncio.get_running_loop()
-    ended = loop.create_future()
     bodies: asyncio.Queue[bytes | None] = asyncio.Queue()
     slots = threading.Semaphore(QUEUED_MESSAGES)
-
-    def end(reason: str) -> None:
-        if not ended.done():
-            log.info("stopping: %s", reason)
-            ended.set_result(None)
 
     def post(body: bytes | None) -> None:
         with contextlib.suppress(RuntimeError):  # the loop may be gone already
@@ -88,18 +92,24 @@ async def serve_stream(stream: BinaryIO, handle: Callable[[bytes], None]) -> Non
         finally:
             post(None)
 
-    async def consume() -> None:
-        while (body := await bodies.get()) is not None:
-            slots.release()
-            handle(body)
-            await asyncio.sleep(0)
-        end("end of input")
+    threading.Thread(target=pump, name=name, daemon=True).start()
+    while (body := await bodies.get()) is not None:
+        slots.release()
+        handle(body)
+        await asyncio.sleep(0)
 
-    threading.Thread(target=pump, name="spec-lsp-stdin", daemon=True).start()
-    consumer = asyncio.create_task(consume())
+
+async def serve_stream(stream: Readable, handle: Callable[[bytes], None]) -> None:
+    """`relay` of stdin until its end or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    term = loop.create_future()
     with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-        loop.add_signal_handler(signal.SIGTERM, end, "SIGTERM")
+        loop.add_signal_handler(signal.SIGTERM, term.set_result, None)
+    reading = asyncio.ensure_future(relay(stream, handle, "spec-lsp-stdin"))
     try:
-        await ended
+        await asyncio.wait({reading, term}, return_when=asyncio.FIRST_COMPLETED)
+        log.info("stopping: %s", "end of input" if reading.done() else "SIGTERM")
+        if reading.done():
+            reading.result()  # a handler's SystemExit (`exit`) or error goes on to the caller
     finally:
-        consumer.cancel()
+        reading.cancel()

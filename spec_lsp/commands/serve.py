@@ -1,4 +1,5 @@
-"""`spec-lsp serve`: run the language server over stdio (default) or TCP."""
+"""`spec-lsp serve`: run the language server over stdio (default), or as a shared server on TCP or
+a Unix socket (one client at a time, admitted by token: docs/shared-server.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import sys
 from typing import NoReturn
 
+from spec_lsp import transport
 from spec_lsp.config import Options
 
 
@@ -26,7 +28,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let transformers run the Python code a model ships (only for models you trust; "
         "no editor can turn this on)",
     )
-    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        help="a shared server on TCP instead of stdio (port 0: a free one); clients need the token",
+    )
+    where.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="a shared server on a Unix socket created 0600 (a token only if one is given)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help=f"the token clients must present (else ${transport.TOKEN_ENV}; "
+        "on TCP, else a new one, printed and written for local editors)",
+    )
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=serve)
@@ -81,20 +99,47 @@ def serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, args.log_file)
     from spec_lsp.server import build_server
 
-    server = build_server(
-        preset=args.preset, device=args.device, trust_remote_code=args.trust_remote_code
-    )
-    if tcp is not None:
-        if not is_loopback(tcp[0]):
-            logging.getLogger(__name__).warning(
-                "listening on %s:%d: any host that can reach it can read and send your documents "
-                "(there is no authentication); use 127.0.0.1 unless you mean it",
-                *tcp,
-            )
-        server.start_tcp(*tcp)
-        return 0
-    server.start_io()
-    leave(server.exit_code)
+    server = build_server(preset=args.preset, device=args.device)
+    if tcp is None and not args.socket:
+        server.start_io()
+        leave(server.exit_code)
+    try:
+        token = transport.configured_token(args.token_file)
+        listener = transport.listen_tcp(*tcp) if tcp else transport.listen_unix(args.socket)
+    except transport.TransportError as exc:
+        print(f"spec-lsp serve: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if tcp is not None:
+            token = token or announce_token(listener)
+            if not is_loopback(tcp[0]):
+                logging.getLogger(__name__).warning(
+                    "listening on %s: any host that can reach it can try tokens and, with the "
+                    "token, read and send your documents in plain text; use 127.0.0.1 unless "
+                    "you mean it",
+                    listener.address,
+                )
+        print(f"spec-lsp: listening on {listener.address}", file=sys.stderr, flush=True)
+        server.start_shared(listener.sock, token)
+    finally:
+        listener.close()
+    leave(0)
+
+
+def announce_token(listener: transport.Listener) -> str:
+    """A new token, printed once to stderr and written 0600 for local editors (removed at exit)."""
+    token = transport.new_token()
+    print(f"spec-lsp: TCP token: {token}", file=sys.stderr, flush=True)
+    assert listener.port is not None
+    path = transport.token_path(listener.port)
+    try:
+        transport.write_private(path, token)
+    except (OSError, transport.TransportError) as exc:
+        logging.getLogger(__name__).warning("could not write the token to %s: %s", path, exc)
+    else:
+        listener.remove_at_close.append(path)
+        print(f"spec-lsp: token file: {path}", file=sys.stderr, flush=True)
+    return token
 
 
 def leave(code: int) -> NoReturn:

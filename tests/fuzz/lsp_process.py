@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +44,63 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-class ServerProcess:
+class LspCalls:
+    """Requests, notifications and the session start, over any `send` (stdio or a socket)."""
+
+    def send(self, msg: dict[str, Any]) -> concurrent.futures.Future[Response] | None:
+        raise NotImplementedError
+
+    def request_async(
+        self, method: str, params: Any = None, msg_id: Any = None
+    ) -> concurrent.futures.Future[Response]:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        msg["id"] = msg_id if msg_id is not None else f"t{next_id()}"
+        if params is not None:
+            msg["params"] = params
+        done = self.send(msg)
+        assert done is not None
+        done.msg_id = msg["id"]  # type: ignore[attr-defined]
+        return done
+
+    def request(self, method: str, params: Any = None, timeout: float = TIMEOUT_S) -> Response:
+        return self.request_async(method, params).result(timeout)
+
+    def result(self, method: str, params: Any = None, timeout: float = TIMEOUT_S) -> Any:
+        response = self.request(method, params, timeout)
+        assert "error" not in response, response
+        return response.get("result")
+
+    def notify(self, method: str, params: Any = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def initialize(
+        self, options: dict[str, Any] | None = None, encodings: list[str] | None = None
+    ) -> Response:
+        caps: dict[str, Any] = {"window": {"workDoneProgress": False}}
+        if encodings:
+            caps["general"] = {"positionEncodings": encodings}
+        params = {"processId": os.getpid(), "capabilities": caps}
+        if options is not None:
+            params["initializationOptions"] = options
+        result = self.result("initialize", params)
+        self.notify("initialized", {})
+        return result  # type: ignore[no-any-return]
+
+    def wait_loaded(self, timeout: float = 120.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.result("spec-lsp/status")
+            if status["state"] != "loading":
+                return status  # type: ignore[no-any-return]
+            if time.monotonic() > deadline:
+                raise TimeoutError("model still loading")
+            threading.Event().wait(0.1)
+
+
+class ServerProcess(LspCalls):
     def __init__(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -79,32 +136,6 @@ class ServerProcess:
         self.loop.call_soon_threadsafe(write)
         return done
 
-    def request_async(
-        self, method: str, params: Any = None, msg_id: Any = None
-    ) -> concurrent.futures.Future[Response]:
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        msg["id"] = msg_id if msg_id is not None else f"t{next_id()}"
-        if params is not None:
-            msg["params"] = params
-        done = self.send(msg)
-        assert done is not None
-        done.msg_id = msg["id"]  # type: ignore[attr-defined]
-        return done
-
-    def request(self, method: str, params: Any = None, timeout: float = TIMEOUT_S) -> Response:
-        return self.request_async(method, params).result(timeout)
-
-    def result(self, method: str, params: Any = None, timeout: float = TIMEOUT_S) -> Any:
-        response = self.request(method, params, timeout)
-        assert "error" not in response, response
-        return response.get("result")
-
-    def notify(self, method: str, params: Any = None) -> None:
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(msg)
-
     def raw(self, data: bytes) -> None:
         def write() -> None:
             proc = self.client._proc
@@ -120,30 +151,6 @@ class ServerProcess:
                 proc.stdin.close()
 
         self.loop.call_soon_threadsafe(close)
-
-    # -- LSP session -----------------------------------------------------------------------
-    def initialize(
-        self, options: dict[str, Any] | None = None, encodings: list[str] | None = None
-    ) -> Response:
-        caps: dict[str, Any] = {"window": {"workDoneProgress": False}}
-        if encodings:
-            caps["general"] = {"positionEncodings": encodings}
-        params = {"processId": os.getpid(), "capabilities": caps}
-        if options is not None:
-            params["initializationOptions"] = options
-        result = self.result("initialize", params)
-        self.notify("initialized", {})
-        return result  # type: ignore[no-any-return]
-
-    def wait_loaded(self, timeout: float = 120.0) -> dict[str, Any]:
-        deadline = self.loop.time() + timeout
-        while True:
-            status = self.result("spec-lsp/status")
-            if status["state"] != "loading":
-                return status  # type: ignore[no-any-return]
-            if self.loop.time() > deadline:
-                raise TimeoutError("model still loading")
-            threading.Event().wait(0.1)
 
     @property
     def messages(self) -> list[str]:

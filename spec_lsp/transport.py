@@ -1,0 +1,349 @@
+"""A shared server's transport: one client at a time on a TCP or Unix socket, admitted by token.
+
+`spec-lsp serve --tcp` and `--socket` serve several editor windows from one process (one model in
+memory), one connection at a time. This module owns the sockets and who may speak on them:
+
+- Listening: TCP (port 0 binds a free port) or a Unix socket created 0600 (a stale socket file is
+  replaced, anything else at the path is an error), removed at exit with the token file.
+- One client: while a connection is served, another is closed (after `ENDING_GRACE_S`, in case
+  the served one was just closing), nothing read from it or written to it; when a connection
+  closes, the next one is accepted (the server keeps running).
+- Admission: the first message must be `initialize` carrying `initializationOptions.token`
+  (compared in constant time); anything else, or a client silent for `ADMIT_TIMEOUT_S`, is closed
+  without a reply. The token is removed from the message before the protocol sees it, so it
+  reaches no log and no setting. On a Unix socket the token is optional (its mode protects it).
+- An HTTP request line as the first line (a browser's request to 127.0.0.1) closes the
+  connection; every frame is read by `wire.py`'s bounded, resynchronizing reader, as on stdin.
+
+It knows nothing of LSP beyond the first message: the server (`SpecServer`, the `Sessions` it is)
+turns an admitted connection into a session and ends it when the connection closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import signal
+import socket
+import stat
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from spec_lsp.wire import Readable, relay
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "SPEC_LSP_TOKEN"
+ADMIT_TIMEOUT_S = 10.0  # a connection that has not sent its initialize by then is closed
+SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is disconnected
+ENDING_GRACE_S = 2.0  # a new connection waits this long for the one served now to end
+_HTTP_REQUEST = re.compile(
+    rb"^\s*(?:[A-Z]+ \S+ HTTP/\d|(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) )"
+)
+
+
+class TransportError(Exception):
+    """A setting or a path that keeps a shared server from starting; the message says why."""
+
+
+class Sessions(Protocol):
+    """What the server does with an admitted connection."""
+
+    def open_session(self, connection: Connection) -> Callable[[bytes], None]:
+        """A fresh LSP session writing to `connection`; returns its handler of message bodies."""
+        ...
+
+    def close_session(self) -> None:
+        """Ends the session of the connection that closed (its documents, its requests)."""
+        ...
+
+
+# -- tokens -------------------------------------------------------------------------------------
+def configured_token(token_file: str | None) -> str | None:
+    """The token from `--token-file` (its content, stripped), else from $SPEC_LSP_TOKEN, else
+    None."""
+    if token_file:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TransportError(f"cannot read the token file {token_file}: {exc}") from None
+        if not token:
+            raise TransportError(f"the token file {token_file} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def token_path(port: int) -> Path:
+    """Where a generated token is written for local editors: $XDG_RUNTIME_DIR/spec-lsp/PORT.token,
+    or ~/.cache/spec-lsp/run/PORT.token without a runtime directory."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / "spec-lsp" if runtime else Path.home() / ".cache" / "spec-lsp" / "run"
+    return base / f"{port}.token"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Writes `text` to `path` readable by the owner only (a 0700 directory, a 0600 file written
+    under a fresh name and renamed over the old one)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.parent.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise TransportError(f"{path.parent} is not a directory of this user")
+    os.chmod(path.parent, 0o700)
+    fresh = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text + "\n")
+    os.replace(fresh, path)
+
+
+# -- listening ----------------------------------------------------------------------------------
+@dataclass
+class Listener:
+    sock: socket.socket
+    address: str  # HOST:PORT as bound, or the socket's path
+    port: int | None = None  # the bound TCP port
+    remove_at_close: list[Path] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.sock.close()
+        for path in self.remove_at_close:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def listen_tcp(host: str, port: int) -> Listener:
+    """Binds HOST:PORT (port 0: a free one, the bound one is in `address`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise TransportError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    return Listener(sock, f"{shown}:{bound}", bound)
+
+
+def listen_unix(path: str) -> Listener:
+    """Binds a Unix socket at `path`, created 0600; a stale socket there is replaced, a live one
+    (a server answering) or any other file is an error."""
+    where = Path(path)
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISSOCK(where.lstat().st_mode):
+            raise TransportError(f"{path} exists and is not a socket; not replacing it")
+        if _answers(where):
+            raise TransportError(f"{path}: another server is listening there")
+        where.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # the socket file is created 0600, never briefly wider
+    try:
+        sock.bind(path)
+    except OSError as exc:
+        sock.close()
+        raise TransportError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen()
+    return Listener(sock, path, remove_at_close=[where])
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
+# -- one connection -----------------------------------------------------------------------------
+class Connection:
+    """A client's socket: its reading side for `wire.relay`, its writing side for the protocol
+    (pygls' writer: `write(bytes)`, `close()`). Writes after the close are dropped, so a request
+    of an ended session never reaches the next client."""
+
+    def __init__(self, sock: socket.socket, peer: str) -> None:
+        sock.setblocking(True)
+        with contextlib.suppress(OSError):  # a client that stops reading cannot hold the loop
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(SEND_TIMEOUT_S), 0)
+            )
+        self.sock, self.peer = sock, peer
+        self.reader = sock.makefile("rb")
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            self.sock.sendall(data)
+        except OSError as exc:
+            log.warning("writing to %s failed (%s); closing the connection", self.peer, exc)
+            self.close()
+
+    def close(self) -> None:
+        """Ends the connection; the reading thread sees its end."""
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+
+    def release(self) -> None:
+        self.close()
+        with contextlib.suppress(OSError):
+            self.reader.close()
+            self.sock.close()
+
+
+class _RefuseHttp:
+    """The connection's reading side, ended at once if its first line is an HTTP request."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._first = True
+
+    def readline(self, limit: int = -1, /) -> bytes:
+        line = self._connection.reader.readline(limit)
+        if self._first and line.strip():
+            self._first = False
+            if _HTTP_REQUEST.match(line):
+                log.warning("refused %s: an HTTP request, not LSP", self._connection.peer)
+                return b""
+        return line
+
+    def read(self, size: int = -1, /) -> bytes:
+        return self._connection.reader.read(size)
+
+
+def admit(body: bytes, token: str | None) -> bytes | None:
+    """The first message as the protocol may see it (the token taken out), or None: refused."""
+    try:
+        message: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    params = message.get("params") if isinstance(message, dict) else None
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    given = options.pop("token", None) if isinstance(options, dict) else None
+    if token is not None:
+        if message.get("method") != "initialize" or not isinstance(given, str):
+            return None
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return None
+    return body if given is None else json.dumps(message).encode()
+
+
+class _Gate:
+    """Hands bodies to a session once the first one is admitted; closes the connection if it
+    is not."""
+
+    def __init__(self, connection: Connection, sessions: Sessions, token: str | None) -> None:
+        self.connection, self.sessions, self.token = connection, sessions, token
+        self.handle: Callable[[bytes], None] | None = None
+
+    def on_body(self, body: bytes) -> None:
+        if self.handle is not None:
+            self.handle(body)
+            return
+        if self.connection.closed:
+            return
+        admitted = admit(body, self.token)
+        if admitted is None:
+            log.warning(
+                "refused %s: the first message was not an initialize with the token",
+                self.connection.peer,
+            )
+            self.connection.close()
+            return
+        log.info("client %s connected", self.connection.peer)
+        self.handle = self.sessions.open_session(self.connection)
+        self.handle(admitted)
+
+    def expire(self) -> None:
+        if self.handle is None and not self.connection.closed:
+            log.warning(
+                "refused %s: no initialize within %.0f s", self.connection.peer, ADMIT_TIMEOUT_S
+            )
+            self.connection.close()
+
+
+async def _serve_connection(connection: Connection, sessions: Sessions, token: str | None) -> None:
+    gate = _Gate(connection, sessions, token)
+    deadline = asyncio.get_running_loop().call_later(ADMIT_TIMEOUT_S, gate.expire)
+    try:
+        reading: Readable = _RefuseHttp(connection)
+        await relay(reading, gate.on_body, "spec-lsp-client")
+    finally:
+        deadline.cancel()
+        connection.release()
+        if gate.handle is not None:
+            sessions.close_session()
+            log.info("client %s disconnected; waiting for the next one", connection.peer)
+
+
+# -- the accept loop ----------------------------------------------------------------------------
+async def serve_clients(listener: socket.socket, sessions: Sessions, token: str | None) -> None:
+    """Serves one connection at a time until SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    stop: asyncio.Future[int] = loop.create_future()
+
+    def on_signal(sig: int) -> None:
+        if not stop.done():
+            stop.set_result(sig)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(sig, on_signal, sig)
+    listener.setblocking(False)
+    current: list[asyncio.Task[None]] = []  # the connection served now, if any
+
+    async def serve(connection: Connection) -> None:
+        try:
+            await _serve_connection(connection, sessions, token)
+        finally:
+            current.clear()  # before the next accept: the next client is let in at once
+
+    async def accept() -> None:
+        while True:
+            try:
+                sock, peer = await loop.sock_accept(listener)
+            except OSError as exc:  # e.g. out of file descriptors: wait, then accept again
+                log.warning("accepting a connection failed: %s", exc)
+                await asyncio.sleep(0.5)
+                continue
+            name = _describe(peer)
+            if current:  # a client that just left may not be seen gone yet: wait a moment
+                await asyncio.wait(current, timeout=ENDING_GRACE_S)
+            if current:
+                log.warning("refused %s: another client is connected (one at a time)", name)
+                with contextlib.suppress(OSError):
+                    sock.close()
+                continue
+            current.append(asyncio.ensure_future(serve(Connection(sock, name))))
+
+    accepting = asyncio.ensure_future(accept())
+    try:
+        await stop
+        log.info("stopping: %s", signal.Signals(stop.result()).name)
+    finally:
+        for task in (accepting, *current):
+            task.cancel()
+        await asyncio.gather(accepting, *current, return_exceptions=True)
+
+
+def _describe(peer: Any) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return "a local client"  # a Unix socket's peer has no address
