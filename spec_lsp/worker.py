@@ -35,7 +35,7 @@ from spec_lsp.engine.api import (
     GenerationStats,
 )
 from spec_lsp.heap import release_free_memory
-from spec_lsp.presets import Preset, load_engine, load_preset
+from spec_lsp.presets import Preset, load_preset, load_preset_engine
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def engine_loader(options: Options) -> Loader:
 
             progress(f"connecting to {preset.backend.kind} at {preset.backend.base_url}", 1.0)
             return connect(preset.backend), ModelInfo.of(preset, "remote")
-        engine = load_engine(
+        engine = load_preset_engine(
             preset,
             device=options.device,
             trust_remote_code=options.trust_remote_code,

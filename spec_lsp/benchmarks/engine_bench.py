@@ -27,7 +27,7 @@ from typing import Any, cast
 import torch
 
 from spec_lsp.benchmarks.peers import add_peer_modes, format_comparison
-from spec_lsp.benchmarks.prompts import Prompt, bench_prompts
+from spec_lsp.benchmarks.prompts import BenchPrompt, bench_prompts
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.engine import SpecEngine
 
@@ -84,7 +84,7 @@ class ForwardCounter:
 
 
 def run_engine_mode(
-    engine: SpecEngine, prompts: list[Prompt], method: str, max_new: int
+    engine: SpecEngine, prompts: list[BenchPrompt], method: str, max_new: int
 ) -> ModeResult:
     result = ModeResult(decode_seconds=0.0)
     counter = ForwardCounter(engine.target, engine.forwards.target)
@@ -111,7 +111,7 @@ def run_engine_mode(
 
 
 def run_hf_mode(
-    engine: SpecEngine, prompts: list[Prompt], max_new: int, **kwargs: Any
+    engine: SpecEngine, prompts: list[BenchPrompt], max_new: int, **kwargs: Any
 ) -> ModeResult:
     result = ModeResult()
     counter = ForwardCounter(engine.target)
@@ -147,7 +147,7 @@ def run_hf_mode(
 
 def run(
     engine: SpecEngine,
-    prompts: list[Prompt],
+    prompts: list[BenchPrompt],
     max_new: int,
     k: int,
     log: Any = sys.stderr,
@@ -214,7 +214,7 @@ def format_table(modes: dict[str, Any]) -> str:
 
 
 def float32_reference(
-    engine: SpecEngine, spec: Any, prompts: list[Prompt], max_new: int, random_weights: bool
+    engine: SpecEngine, spec: Any, prompts: list[BenchPrompt], max_new: int, random_weights: bool
 ) -> tuple[dict[str, Any], float | None]:
     """The same target in float32: its target_only row, and the packed target's agreement with it."""
     from dataclasses import replace
@@ -269,10 +269,10 @@ def main(
     reference: bool = True,
 ) -> int:
     from spec_lsp.engine.loading import load_model
-    from spec_lsp.presets import load_engine, load_preset
+    from spec_lsp.presets import load_preset, load_preset_engine
 
     spec = load_preset(preset).load_spec()
-    engine = load_engine(preset, device=device, random_weights=random_weights)
+    engine = load_preset_engine(preset, device=device, random_weights=random_weights)
     assistant = None
     if assistant_source:
         assistant = load_model(assistant_source, str(engine.target.device), engine.target.dtype)

@@ -43,7 +43,7 @@ class FimError(Exception):
 
 
 @dataclass(frozen=True)
-class Edit:
+class InlineEdit:
     """An inline completion item as the editor applies it: `text` replaces the document from
     `start` to `end`, 0-based (line, character) positions, characters as code points."""
 
@@ -86,10 +86,10 @@ def hole(prompt: str) -> tuple[int, int]:
     return prompt.count("\n"), len(prompt) - (prompt.rfind("\n") + 1)
 
 
-def inline_edit(text: str, line: int, character: int) -> Edit:
+def inline_edit(text: str, line: int, character: int) -> InlineEdit:
     """The server's inline item at (line, character): insertText over an empty range (as
     `server.lsp_inline_item`; tests hold the two equal)."""
-    return Edit((line, character), (line, character), text)
+    return InlineEdit((line, character), (line, character), text)
 
 
 def _offset(document: str, position: tuple[int, int]) -> int:
@@ -101,7 +101,7 @@ def _offset(document: str, position: tuple[int, int]) -> int:
     return start + min(character, (len(document) if end < 0 else end) - start)
 
 
-def apply_edit(document: str, edit: Edit) -> str:
+def apply_edit(document: str, edit: InlineEdit) -> str:
     start, end = _offset(document, edit.start), _offset(document, edit.end)
     return document[:start] + edit.text + document[end:]
 
@@ -152,9 +152,9 @@ async def _spec_lsp_rows(
     problems: list[Problem], options: Options, timeout_s: float, log: IO[str]
 ) -> tuple[list[Row], dict[str, Any]]:
     """One row per problem from the server's pipeline, the model loaded once; and its info."""
-    from spec_lsp.commands.complete import Recorder, local_service
+    from spec_lsp.commands.complete import LastResultBackend, local_service
 
-    recorder = Recorder()
+    recorder = LastResultBackend()
 
     def say(message: str, _fraction: float) -> None:
         print(message, file=log)

@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     from spec_lsp.benchmarks.prompts import bench_prompts
     from spec_lsp.engine.quant import weight_bytes
     from spec_lsp.engine.timing import pass_costs
-    from spec_lsp.presets import load_engine
+    from spec_lsp.presets import load_preset_engine
 
     p = argparse.ArgumentParser(prog="gpu-check")
     p.add_argument("--preset", default="qwen2.5-coder-7b")
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no CUDA device")
         return 0
     name = torch.cuda.get_device_name()
-    engine = load_engine(args.preset, device="cuda", random_weights=True)
+    engine = load_preset_engine(args.preset, device="cuda", random_weights=True)
     prompts = bench_prompts(args.prompts)
     modes = engine_bench.run(engine, prompts, args.max_new_tokens, engine.options.k)
     print(f"{name}: weights {engine.weights}, tokenizer {engine.tokenizer_source}")

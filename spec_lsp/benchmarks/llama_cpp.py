@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from spec_lsp.benchmarks.prompts import Prompt
+from spec_lsp.benchmarks.prompts import BenchPrompt
 
 SMOKE_PROMPT = "def add(a, b):\n"
 
@@ -231,7 +231,7 @@ class PeerResult:
 
 
 def run_peer(
-    url: str, prompts: list[Prompt], max_new: int, speculative: bool = False
+    url: str, prompts: list[BenchPrompt], max_new: int, speculative: bool = False
 ) -> PeerResult:
     result = PeerResult(speculative=speculative)
     warm = {"prompt": prompts[0].text, "n_predict": 4, "temperature": 0, "cache_prompt": False}

@@ -21,7 +21,7 @@ from spec_lsp.benchmarks.llama_cpp import (
     server_build,
     supports,
 )
-from spec_lsp.benchmarks.prompts import Prompt
+from spec_lsp.benchmarks.prompts import BenchPrompt
 
 DRAFT_MAX = 3  # tokens a draft proposes per step: this build's default, passed to older builds too
 PEER_PREFIX = "llama_cpp"
@@ -103,7 +103,12 @@ def peer_rows(binary: Path, draft: Path | None, threads: int) -> tuple[list[Peer
 
 
 def peer_modes(
-    target: Path, draft: Path | None, prompts: list[Prompt], max_new: int, threads: int, log: Any
+    target: Path,
+    draft: Path | None,
+    prompts: list[BenchPrompt],
+    max_new: int,
+    threads: int,
+    log: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The llama-server rows, and what ran them (binary, build, skipped rows); none without a
     binary."""
@@ -134,7 +139,7 @@ def add_peer_modes(
     modes: dict[str, Any],
     target: str,
     draft: str | None,
-    prompts: list[Prompt],
+    prompts: list[BenchPrompt],
     max_new: int,
     threads: int,
     log: Any,

@@ -29,7 +29,7 @@ STDLIB_FILES = (
 
 
 @dataclass(frozen=True)
-class Prompt:
+class BenchPrompt:
     name: str  # file:line
     text: str
 
@@ -54,10 +54,10 @@ def cut_points(source: str, rng: random.Random, count: int) -> list[int]:
     return sorted(offsets[:count])
 
 
-def bench_prompts(count: int = 12, max_chars: int = 2400, seed: int = 0) -> list[Prompt]:
+def bench_prompts(count: int = 12, max_chars: int = 2400, seed: int = 0) -> list[BenchPrompt]:
     rng = random.Random(seed)
     root = stdlib_dir()
-    prompts: list[Prompt] = []
+    prompts: list[BenchPrompt] = []
     files = [root / f for f in STDLIB_FILES if (root / f).exists()]
     per_file = max(1, -(-count // max(1, len(files))))
     for path in files:
@@ -65,7 +65,7 @@ def bench_prompts(count: int = 12, max_chars: int = 2400, seed: int = 0) -> list
         for offset in cut_points(source, rng, per_file):
             line = source.count("\n", 0, offset) + 1
             prompts.append(
-                Prompt(
+                BenchPrompt(
                     f"{path.relative_to(root)}:{line}", source[max(0, offset - max_chars) : offset]
                 )
             )

@@ -20,10 +20,10 @@ from typing import Any
 
 def main(preset: str, device: str, max_new: int, count: int, json_path: str | None) -> int:
     from spec_lsp.engine.loading import ModelLoadError
-    from spec_lsp.presets import load_engine
+    from spec_lsp.presets import load_preset_engine
 
     try:
-        engine = load_engine(preset, device)
+        engine = load_preset_engine(preset, device)
     except ModelLoadError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 1

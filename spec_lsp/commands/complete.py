@@ -58,7 +58,7 @@ def check_position(text: str, line: int, col: int) -> None:
         raise SystemExit(f"spec-lsp: column {col} is outside line {line} (1..{len(content) + 1})")
 
 
-class Recorder(BackendBase):
+class LastResultBackend(BackendBase):
     """A backend that keeps its last result, for printing the raw text and its stats. It declares
     no capability (no warm-up, a debounce, no other-files field), as before `Capabilities`."""
 
@@ -82,7 +82,7 @@ class Recorder(BackendBase):
 
 @asynccontextmanager
 async def local_service(
-    options: Options, recorder: Recorder, progress: ProgressFn
+    options: Options, recorder: LastResultBackend, progress: ProgressFn
 ) -> AsyncIterator[tuple[CompletionService | None, ModelInfo, str | None]]:
     """A `CompletionService` on a local inference worker whose model is loaded once, as the
     server's is, for the block: (the service, the model's info, None), or (None, the info, the
@@ -118,7 +118,7 @@ async def complete_file(
     text: str,
     row: int,
     col: int,
-    recorder: Recorder,
+    recorder: LastResultBackend,
     progress: ProgressFn,
 ) -> tuple[Suggestion | None, ModelInfo, str | None]:
     """The suggestion at 0-based (row, col in characters) of `path`, whose content is `text`, the
@@ -152,7 +152,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
         speculation=args.method,
         prefetch=False,  # one request, then the process ends: nothing to compute ahead
     )
-    recorder = Recorder()
+    recorder = LastResultBackend()
     suggestion, info, error = asyncio.run(
         complete_file(options, path, text, line - 1, col - 1, recorder, _say)
     )

@@ -63,7 +63,9 @@ def is_heldout(path: Path, root: Path | None, every: int) -> bool:
 
 
 @dataclass
-class Corpus:
+class TokenizedCorpus:
+    """The source files as token ids, split into training and held-out files (`build_corpus`)."""
+
     train: torch.Tensor  # [N] int64 token ids, files joined by the separator
     heldout: torch.Tensor  # [M]
     train_files: int
@@ -93,7 +95,7 @@ def build_corpus(
     separator: int,
     heldout_every: int = 50,
     progress: Any = None,
-) -> Corpus:
+) -> TokenizedCorpus:
     files = find_files(sources)
     roots = [Path(s).expanduser().resolve() for s in sources if Path(s).expanduser().is_dir()]
 
@@ -111,7 +113,7 @@ def build_corpus(
     # Split the joined stream at the boundary between the two file lists.
     sep_positions = (all_ids == separator).nonzero().flatten()
     cut = int(sep_positions[n_train - 1]) + 1 if n_train > 0 else 0
-    return Corpus(all_ids[:cut], all_ids[cut:], len(train), len(held))
+    return TokenizedCorpus(all_ids[:cut], all_ids[cut:], len(train), len(held))
 
 
 def windows(ids: torch.Tensor, length: int) -> torch.Tensor:

@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from spec_lsp.distill.corpus import windows
 from spec_lsp.distill.loop import (
     Checkpoint,
-    Corpus,
     Teacher,
+    TrainingCorpus,
     TrainState,
     cosine_lr,
     epoch_rows,
@@ -229,7 +229,7 @@ class Features:
 
 
 def prepare_features(
-    cfg: HeadConfig, teacher: Teacher, corpus: Corpus, progress: Progress | None
+    cfg: HeadConfig, teacher: Teacher, corpus: TrainingCorpus, progress: Progress | None
 ) -> Features:
     out = Path(cfg.out)
     all_windows = windows(corpus.train, cfg.seq_len)

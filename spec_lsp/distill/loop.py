@@ -71,7 +71,9 @@ def epoch_rows(step: int, batch: int, n_windows: int, seed: int) -> torch.Tensor
 
 
 @dataclass
-class Corpus:
+class TrainingCorpus:
+    """A `TokenizedCorpus` as training reads it: with the draft's restricted vocabulary."""
+
     train: torch.Tensor  # [N] training token ids
     heldout: torch.Tensor  # [M] held-out token ids
     vocab_ids: torch.Tensor  # [R] the draft's restricted vocabulary (full-vocabulary ids)
@@ -80,7 +82,7 @@ class Corpus:
 
 def load_corpus(
     sources: list[str], heldout_every: int, draft_vocab: int, teacher: Teacher, out: Path
-) -> Corpus:
+) -> TrainingCorpus:
     """Tokenized once (cached in `out/cache/corpus.pt`), with the draft's vocabulary."""
     path = out / "cache" / "corpus.pt"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +102,7 @@ def load_corpus(
         heldout_tokens=int(heldout.numel()),
         vocab_coverage_heldout=coverage(heldout, vocab_ids, vocab_size),
     )
-    return Corpus(train, heldout, vocab_ids, meta)
+    return TrainingCorpus(train, heldout, vocab_ids, meta)
 
 
 @dataclass

@@ -5,5 +5,5 @@
 - `drafters`, `verify`, `cache`: proposals, the accept/reject math, KV reuse per document.
 - `head`, `draft_model`: the distilled draft architectures (`spec_lsp.distill` trains them).
 - `sources`, `loading`: where weights come from; a target and draft put together from a
-  `LoadSpec` of plain values (the app builds it from its presets: `spec_lsp.presets.load_engine`).
+  `LoadSpec` of plain values (the app builds it from its presets: `presets.load_preset_engine`).
 """

@@ -288,9 +288,8 @@ def load_engine(
     random_weights: bool = False,
     options: EngineOptions | None = None,
 ) -> SpecEngine:
-    """Loads the target and draft once and returns an engine that keeps them resident."""
-    if not isinstance(spec, LoadSpec):
-        raise TypeError("load_engine takes a LoadSpec; spec_lsp.presets.load_engine takes a preset")
+    """Loads the target and draft once and returns an engine that keeps them resident (the app
+    loads a preset's with `spec_lsp.presets.load_preset_engine`)."""
     dev = pick_device(device)
     dtype = spec.torch_dtype(dev)
     report = progress or (lambda _m, _f: None)

@@ -118,7 +118,7 @@ class RemoteBackend(BackendBase):
                 self._failed(_describe(exc, self.spec), stats)
             if progress.stop_reason == "cancelled" and not progress.chunks:
                 self._warm_up(request, progress)
-        text = "" if stats.stop_reason == "error" else progress.text
+        text = "" if stats.failed else progress.text
         stats.generated_tokens = progress.chunks
         self.fill_stats(stats, progress.stats)
         stats.total_ms = (time.perf_counter() - start) * 1000

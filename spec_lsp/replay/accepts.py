@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from spec_lsp.replay.analysis import Suggestion, percentiles, suggestion_of
-from spec_lsp.replay.document import Document
+from spec_lsp.replay.analysis import ShownSuggestion, percentiles, suggestion_of
+from spec_lsp.replay.document import ReplayDocument
 from spec_lsp.replay.format import Session
 from spec_lsp.replay.trace import RequestRecord, SessionTrace
 
@@ -37,14 +37,16 @@ def shown(trace: SessionTrace, uri: str, text: str) -> tuple[RequestRecord, str,
             continue
         if record.cancel_sent is not None and record.cancel_sent <= (record.arrived or 0.0):
             continue
-        suggestion: Suggestion | None = suggestion_of(record, trace.encoding)
+        suggestion: ShownSuggestion | None = suggestion_of(record, trace.encoding)
         rest = None if suggestion is None else suggestion.remaining(text)
         if suggestion is not None and rest:
             return record, rest, len(text) - (len(suggestion.base) - suggestion.end)
     return None
 
 
-def plan(session: Session, index: int, document: Document, rest: str, cursor: int) -> int | None:
+def plan(
+    session: Session, index: int, document: ReplayDocument, rest: str, cursor: int
+) -> int | None:
     """The index of the session's last keystroke when the keystrokes from `index` on type
     exactly `rest` at `cursor` in `document` (None when they do not)."""
     target = document.text[:cursor] + rest + document.text[cursor:]

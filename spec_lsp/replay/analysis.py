@@ -24,7 +24,7 @@ from spec_lsp.replay.trace import RequestRecord, SessionTrace
 
 
 @dataclass(frozen=True)
-class Suggestion:
+class ShownSuggestion:
     """The document that asked (`base`), the range the answer replaces, and its text."""
 
     base: str
@@ -54,8 +54,8 @@ def _item_text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def suggestion_of(record: RequestRecord, encoding: str) -> Suggestion | None:
-    """The first item of an answer as a Suggestion; None for an empty answer."""
+def suggestion_of(record: RequestRecord, encoding: str) -> ShownSuggestion | None:
+    """The first item of an answer as a ShownSuggestion; None for an empty answer."""
     result = record.result
     items = result.get("items", []) if isinstance(result, dict) else result
     if not isinstance(items, list) or not items or not isinstance(items[0], dict):
@@ -76,7 +76,7 @@ def suggestion_of(record: RequestRecord, encoding: str) -> Suggestion | None:
     if isinstance(lsp_range, dict):
         start = _offset(record.text, lsp_range["start"], encoding)
         end = max(start, _offset(record.text, lsp_range["end"], encoding))
-    suggestion = Suggestion(record.text, start, end, text)
+    suggestion = ShownSuggestion(record.text, start, end, text)
     return suggestion if suggestion.remaining(record.text) is not None else None
 
 
@@ -137,7 +137,7 @@ class SessionAnalysis:
         self.trace = trace
         self.pause_ms = pause_ms
         self.tally = tally
-        self.shown: dict[str, Suggestion] = {}
+        self.shown: dict[str, ShownSuggestion] = {}
         self.current: dict[str, str] = {}
         self.pause: _Pause | None = None
         self.predicted: set[int] = set()

@@ -59,7 +59,9 @@ def diff_edit(old: str, new: str) -> Edit:
 
 
 @dataclass
-class Document:
+class ReplayDocument:
+    """A document as a replay knows it: the text its recorded edits apply to."""
+
     uri: str
     language_id: str
     version: int

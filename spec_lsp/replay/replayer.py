@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from spec_lsp.replay import accepts
 from spec_lsp.replay.client import LspClient, ServerError
-from spec_lsp.replay.document import Document, position_of
+from spec_lsp.replay.document import ReplayDocument, position_of
 from spec_lsp.replay.format import Session
 from spec_lsp.replay.trace import Change, RequestRecord, Run, SessionTrace
 
@@ -74,7 +74,7 @@ class SessionPlayer:
         self.synthesize_accepts = accept and not recorded
         self._accepted_at: float | None = None  # a recorded accept, for the next request
         self._skip_to = 0  # events before it were typed by a synthesized accept
-        self.docs: dict[str, Document] = {}
+        self.docs: dict[str, ReplayDocument] = {}
         self.by_session_id: dict[Any, RequestRecord] = {}
         self.trace = SessionTrace(name=session.name, encoding=session.header.position_encoding)
         self.cancels_skipped = 0
@@ -108,7 +108,7 @@ class SessionPlayer:
         params = msg.get("params") or {}
         if method == "textDocument/didOpen":
             doc = params["textDocument"]
-            self.docs[doc["uri"]] = Document(
+            self.docs[doc["uri"]] = ReplayDocument(
                 doc["uri"],
                 doc.get("languageId", ""),
                 doc.get("version", 0),

@@ -21,7 +21,9 @@ def byte_len(text: str) -> int:
     return len(text) if text.isascii() else len(encode(text))
 
 
-class Document:
+class ParsedDocument:
+    """A document's text and its tree-sitter tree (none for a language without a grammar)."""
+
     def __init__(self, spec: LanguageSpec, text: str) -> None:
         self.spec = spec
         self.text = text

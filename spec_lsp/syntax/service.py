@@ -14,7 +14,7 @@ import threading
 
 from spec_lsp.syntax.context import build_context
 from spec_lsp.syntax.cutter import Cutter, plain_cutter
-from spec_lsp.syntax.document import Document
+from spec_lsp.syntax.document import ParsedDocument
 from spec_lsp.syntax.languages import spec_for
 from spec_lsp.syntax.trim import Trimmer
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 class SyntaxService:
     def __init__(self, *, complete_in_comments: bool = True) -> None:
-        self._docs: dict[str, Document] = {}
+        self._docs: dict[str, ParsedDocument] = {}
         self._lock = threading.RLock()
         self.complete_in_comments = complete_in_comments
 
@@ -34,7 +34,7 @@ class SyntaxService:
         if spec.name == "plain":
             spec = spec_for(uri)  # an unknown languageId: try the file's extension
         with self._lock:
-            self._docs[uri] = Document(spec, text)
+            self._docs[uri] = ParsedDocument(spec, text)
 
     def apply_edit(
         self, uri: str, start: tuple[int, int], end: tuple[int, int], new_text: str
@@ -48,7 +48,7 @@ class SyntaxService:
         with self._lock:
             doc = self._docs.get(uri)
             if doc is None:
-                self._docs[uri] = Document(spec_for(uri), text)
+                self._docs[uri] = ParsedDocument(spec_for(uri), text)
             else:
                 doc.replace(text)
 

@@ -71,7 +71,7 @@ class Plan:
 
 
 @dataclass
-class Cut:
+class CutPoint:  # where the rules cut a generated text so far, and which rule did
     pos: int  # keep text[:pos]
     complete: bool  # the rule that cut has seen all it needs (the streaming form may stop)
     reason: Reason | None
@@ -141,10 +141,10 @@ def _header_indent(prefix: str, level: int, limit: int = 200) -> int:
     return -1
 
 
-def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
+def hard_cut(plan: Plan, text: str, final: bool = True) -> CutPoint:
     """The first cut in `text`; `final` is False while the text is still growing."""
     result = scan(text, plan.spec, plan.start_string)
-    cut = Cut(len(text), False, None, result)
+    cut = CutPoint(len(text), False, None, result)
     if plan.mode == "none":
         cut.at(0, True, "none-here")
         return cut
@@ -157,7 +157,7 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> Cut:
     return cut
 
 
-def _cut_escapes(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> None:
+def _cut_escapes(plan: Plan, text: str, result: Scan, cut: CutPoint, final: bool) -> None:
     """Closers and quotes that close something opened before the cursor."""
     stack = list(plan.open_before)
     for escape in result.escapes:
@@ -204,7 +204,7 @@ def _depth_after(result: Scan, line: Line) -> int | None:
     return None
 
 
-def _cut_overlap(plan: Plan, text: str, cut: Cut) -> None:
+def _cut_overlap(plan: Plan, text: str, cut: CutPoint) -> None:
     """The completion runs into the rest of the cursor's line: cut where that begins."""
     rest = plan.rest
     if not rest:
@@ -241,7 +241,7 @@ def _at_code_level(plan: Plan, text: str, pos: int, rest: str) -> bool:
     return head.end_string is None and not head.end_comment and head.end_depth <= 0
 
 
-def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
+def _cut_line(plan: Plan, text: str, result: Scan, cut: CutPoint) -> None:
     """Single-line mode: the first line break outside brackets the completion opened (a call
     spread over lines is one line's unit); inside a string, the first line break."""
     for line in result.lines[1:]:
@@ -252,7 +252,7 @@ def _cut_line(plan: Plan, text: str, result: Scan, cut: Cut) -> None:
             return
 
 
-def _cut_lines(plan: Plan, text: str, result: Scan, cut: Cut, final: bool) -> None:
+def _cut_lines(plan: Plan, text: str, result: Scan, cut: CutPoint, final: bool) -> None:
     escape_starts = {e.pos for e in result.escapes}
     seen: list[tuple[str, int]] = []  # the lines so far (rstripped) and where to cut before each
     for index, line in enumerate(result.lines):

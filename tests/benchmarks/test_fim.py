@@ -101,16 +101,16 @@ def test_the_bench_edit_is_the_server_inline_item_at_the_cursor() -> None:
     edit = fim.inline_edit("    return a\n", 3, 4)
     r = item.range
     assert r is not None
-    assert edit == fim.Edit(
+    assert edit == fim.InlineEdit(
         (r.start.line, r.start.character), (r.end.line, r.end.character), str(item.insert_text)
     )
 
 
 def test_an_edit_replaces_its_range_before_and_after_the_cursor() -> None:
     document = "def f():\n    retrun 1\n\nx = 2\n"
-    edit = fim.Edit((1, 4), (1, 10), "return")  # replaces a typo up to and past a cursor
+    edit = fim.InlineEdit((1, 4), (1, 10), "return")  # replaces a typo up to and past a cursor
     assert fim.apply_edit(document, edit) == "def f():\n    return 1\n\nx = 2\n"
-    across = fim.Edit((1, 0), (3, 1), "    pass\n\ny")
+    across = fim.InlineEdit((1, 0), (3, 1), "    pass\n\ny")
     assert fim.apply_edit(document, across) == "def f():\n    pass\n\ny = 2\n"
 
 

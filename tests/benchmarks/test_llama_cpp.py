@@ -16,7 +16,7 @@ import pytest
 
 from spec_lsp.benchmarks import llama_cpp, peers
 from spec_lsp.benchmarks.llama_cpp import PeerResult, Timings
-from spec_lsp.benchmarks.prompts import Prompt
+from spec_lsp.benchmarks.prompts import BenchPrompt
 
 # /completion's `timings` as this llama-server build returns them (tools/server/server-common.cpp),
 # one with a draft model drafting and one from plain decoding.
@@ -102,7 +102,7 @@ def recorded_server() -> Iterator[str]:
 def test_run_peer_asks_greedy_uncached_completions_and_keeps_their_tokens(
     recorded_server: str,
 ) -> None:
-    prompts = [Prompt("a.py:1", "def f():\n"), Prompt("b.py:2", "class A:\n")]
+    prompts = [BenchPrompt("a.py:1", "def f():\n"), BenchPrompt("b.py:2", "class A:\n")]
     result = llama_cpp.run_peer(recorded_server, prompts, 64, speculative=True)
     measured = _Recorded.bodies[1:]  # after one warm-up request
     assert [b["prompt"] for b in measured] == [p.text for p in prompts]
@@ -254,7 +254,7 @@ def test_the_real_server_drafts_with_a_draft_gguf_and_reports_its_counters() -> 
     gguf = bundled_gguf("smollm2-135m-instruct")  # the target drafting for itself: all accepted
     rows, _ = peers.peer_rows(binary, gguf, 2)
     draft = next(r for r in rows if r.name == "llama_cpp_draft")
-    prompt = Prompt("x.py:1", "def fibonacci(n):\n    " * 8)
+    prompt = BenchPrompt("x.py:1", "def fibonacci(n):\n    " * 8)
     with llama_cpp.running(binary, gguf, 2, list(draft.flags)) as url:
         s = llama_cpp.run_peer(url, [prompt], 16, speculative=True).summary()
     assert s["generated_tokens"] > 0 and s["decode_tokens_per_s"] > 0

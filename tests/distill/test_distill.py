@@ -17,7 +17,7 @@ from spec_lsp.engine.draft_model import SpecDraftForCausalLM, load_draft
 from spec_lsp.engine.engine import EngineOptions
 from spec_lsp.engine.loading import ModelLoadError
 from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
-from spec_lsp.presets import load_engine
+from spec_lsp.presets import load_preset_engine
 
 from .conftest import TARGET, small_config
 
@@ -58,7 +58,7 @@ def test_preset_with_distilled_draft_keeps_greedy_equality(trained, tmp_path: Pa
     # Drafting forced on (no confidence stop, no cost gate): a draft of a tiny target never pays
     # on a CPU, and the gate would rightly step it aside; equality is what is tested here.
     options = EngineOptions(method="draft", draft_min_confidence=0.0, min_gain=0.0)
-    engine = load_engine(str(preset), device="cpu", options=options)
+    engine = load_preset_engine(str(preset), device="cpu", options=options)
     assert isinstance(engine.draft, SpecDraftForCausalLM)
     for prompt in PROMPTS:
         plain = engine.generate(GenerationRequest(prompt=prompt, max_new_tokens=24, method="off"))
@@ -99,7 +99,7 @@ def test_draft_distilled_for_another_tokenizer_is_refused_with_a_clear_message(
     preset = tmp_path / "mismatched.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{other}"\nmethod = "draft"\n')
     with pytest.raises(ModelLoadError, match="distilled for a target with another vocabulary"):
-        load_engine(str(preset), device="cpu")
+        load_preset_engine(str(preset), device="cpu")
 
 
 def test_resuming_with_a_target_of_another_tokenizer_is_refused(

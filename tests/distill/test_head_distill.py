@@ -18,7 +18,7 @@ from spec_lsp.engine.engine import EngineOptions
 from spec_lsp.engine.head import SpecHead, is_head_dir, load_head
 from spec_lsp.engine.loading import ModelLoadError
 from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
-from spec_lsp.presets import load_engine
+from spec_lsp.presets import load_preset_engine
 
 from .conftest import TARGET
 
@@ -80,7 +80,7 @@ def test_written_head_holds_no_embeddings_and_loads_through_a_preset_exactly(
     preset.write_text(f'target = "{TARGET}"\ndraft = "{cfg.out}"\nmethod = "draft"\n')
     # Every draft proposed (no confidence gate), so that verification is exercised.
     options = EngineOptions(method="draft", head_min_confidence=0.0, min_gain=0.0)
-    engine = load_engine(str(preset), device="cpu", options=options)
+    engine = load_preset_engine(str(preset), device="cpu", options=options)
     assert isinstance(engine.draft, SpecHead) and engine.head is engine.draft
     # The head shares the target's embedding matrix rather than holding a copy.
     assert (
@@ -111,7 +111,7 @@ def test_head_distilled_for_another_tokenizer_is_refused(trained_head, tmp_path:
     preset = tmp_path / "mismatched.toml"
     preset.write_text(f'target = "{TARGET}"\ndraft = "{other}"\nmethod = "draft"\n')
     with pytest.raises(ModelLoadError, match="vocabulary"):
-        load_engine(str(preset), device="cpu")
+        load_preset_engine(str(preset), device="cpu")
 
 
 class _Interrupt(Exception):

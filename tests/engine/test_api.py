@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from spec_lsp import config, presets
-from spec_lsp.commands.complete import Recorder
+from spec_lsp.commands.complete import LastResultBackend
 from spec_lsp.engine import api, forward, loading, quant
 from spec_lsp.engine.api import (
     CAPABILITY_METHODS,
@@ -50,7 +50,7 @@ def backends(target: Any, tokenizer: Any, remotes: list[Any]) -> list[Any]:
     return [
         local,
         *remotes,
-        Recorder(),
+        LastResultBackend(),
         ScriptedBackend("x"),
         CheapCancelBackend("x"),
         PrefillBackend(0),
@@ -120,7 +120,7 @@ def test_each_backend_declares_what_it_does(target, tokenizer, remotes) -> None:
     assert openai.capabilities == Capabilities(**remote)
     assert llama.warmup_stats() is not None and llama_cold.warmup_stats() is None
     assert llama.status()["available"] is not None
-    assert Recorder().capabilities == Capabilities()  # `spec-lsp complete`: as before
+    assert LastResultBackend().capabilities == Capabilities()  # `spec-lsp complete`: as before
     assert RecordingBackend(llama).capabilities == llama.capabilities
 
 

@@ -8,7 +8,7 @@ from spec_lsp.benchmarks.prompts import bench_prompts
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.compact import Q8Embedding
 from spec_lsp.engine.loading import is_available_offline
-from spec_lsp.presets import load_engine
+from spec_lsp.presets import load_preset_engine
 
 pytestmark = pytest.mark.bundled
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.bundled
 @pytest.fixture(scope="module")
 def bundled():  # type: ignore[no-untyped-def]
     assert is_available_offline("bundled:smollm2-135m-instruct")
-    return load_engine("bundled", device="cpu")
+    return load_preset_engine("bundled", device="cpu")
 
 
 def test_bundled_model_loads_offline_and_completes_code(bundled) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ from spec_lsp.engine.forward import (
     planned_kernel_family,
 )
 from spec_lsp.engine.sources import tiny_model
-from spec_lsp.presets import load_engine
+from spec_lsp.presets import load_preset_engine
 from tests.engine.gguf_files import VOCAB, write_tiny
 
 from .conftest import CODE_PROMPTS
@@ -56,8 +56,8 @@ def tiny_engines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SpecEngi
     plain = tmp_path_factory.mktemp("presets") / "tiny-transformers.toml"
     spec = {"target": "builtin:tiny-target", "draft": "builtin:tiny-draft", "method": "both"}
     return {
-        "lean": load_engine("tiny", device="cpu"),
-        "transformers": load_engine(_preset(plain, "transformers", **spec), device="cpu"),
+        "lean": load_preset_engine("tiny", device="cpu"),
+        "transformers": load_preset_engine(_preset(plain, "transformers", **spec), device="cpu"),
     }
 
 
@@ -104,7 +104,7 @@ def test_a_gguf_file_runs_the_lean_forward_leaves_its_model_bare_and_decodes_ali
     engines = {}
     for forward in ("lean", "transformers"):
         preset = _preset(tmp_path / f"{forward}.toml", forward, target=str(gguf))
-        engine = load_engine(preset, device="cpu")
+        engine = load_preset_engine(preset, device="cpu")
         engine.vocab_limit = VOCAB
         assert engine.forward == forward and engine.kernels == kernel_family("cpu")
         engine.generate(GenerationRequest(prompt=CODE_PROMPTS[1], doc_id="d", max_new_tokens=8))

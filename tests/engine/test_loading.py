@@ -13,10 +13,10 @@ from spec_lsp.engine.loading import (
     ModelLoadError,
     check_vocab,
     is_available_offline,
+    load_engine,
     pick_device,
 )
-from spec_lsp.engine.loading import load_engine as load_engine_from_spec
-from spec_lsp.presets import PresetError, list_presets, load_engine, load_preset
+from spec_lsp.presets import PresetError, list_presets, load_preset, load_preset_engine
 
 
 class FakeTokenizer:
@@ -62,21 +62,21 @@ def test_a_missing_local_model_is_a_load_error_not_a_crash(tmp_path) -> None:  #
     preset.write_text(f'target = "{tmp_path / "nowhere"}"\n')
     assert not is_available_offline(str(tmp_path / "nowhere"))
     with pytest.raises(ModelLoadError):
-        load_engine(str(preset), device="cpu")
+        load_preset_engine(str(preset), device="cpu")
 
 
 def test_tiny_preset_loads_a_draft_and_target_with_all_methods() -> None:
-    engine = load_engine("tiny", device="cpu")
+    engine = load_preset_engine("tiny", device="cpu")
     assert engine.methods == ["off", "ngram", "draft", "both"]
     assert engine.name == "tiny"
 
 
 def test_a_preset_picks_the_forward_and_a_wrong_one_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    assert load_engine("tiny", device="cpu").forward == "lean"  # the default
+    assert load_preset_engine("tiny", device="cpu").forward == "lean"  # the default
     plain = tmp_path / "plain.toml"
     plain.write_text('target = "builtin:tiny-target"\nforward = "transformers"\n')
     assert load_preset(str(plain)).load_spec().forward == "transformers"
-    assert load_engine(str(plain), device="cpu").forward == "transformers"
+    assert load_preset_engine(str(plain), device="cpu").forward == "transformers"
     wrong = tmp_path / "wrong.toml"
     wrong.write_text('target = "builtin:tiny-target"\nforward = "fast"\n')
     with pytest.raises(PresetError, match="forward must be one of lean, transformers"):
@@ -112,7 +112,7 @@ def test_random_weights_time_a_pair_whose_tokenizer_is_not_on_this_machine(
         draft_config=tmp_path / "draft.json",
         measure_verify=False,
     )
-    engine = load_engine_from_spec(spec, device="cpu", random_weights=True)
+    engine = load_engine(spec, device="cpu", random_weights=True)
     assert engine.tokenizer_source.endswith("(stand-in)")
     prompt = "def add(a, b):\n    return"
     assert max(engine.encode(prompt)) < 1000

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from spec_lsp.replay.document import Document  # noqa: E402
+from spec_lsp.replay.document import ReplayDocument  # noqa: E402
 from spec_lsp.replay.framing import encode, read_frame  # noqa: E402
 
 
@@ -43,7 +43,7 @@ class FakeServer:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.target = Path(args.target).read_text() if args.target else None
-        self.docs: dict[str, Document] = {}
+        self.docs: dict[str, ReplayDocument] = {}
         self.pending: list[tuple[float, int, dict[str, Any]]] = []  # (due, id, response)
         self.stats: dict[str, Any] = {"requests": 0, "cancelled": 0, "answered": 0}
 
@@ -70,7 +70,7 @@ class FakeServer:
             self.send({"jsonrpc": "2.0", "id": rid, "result": {"capabilities": caps}})
         elif method == "textDocument/didOpen":
             d = params["textDocument"]
-            self.docs[d["uri"]] = Document(d["uri"], d["languageId"], d["version"], d["text"])
+            self.docs[d["uri"]] = ReplayDocument(d["uri"], d["languageId"], d["version"], d["text"])
         elif method == "textDocument/didChange":
             doc = self.docs[params["textDocument"]["uri"]]
             doc.apply(params["contentChanges"], params["textDocument"]["version"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec_lsp.replay.document import Document, diff_edit, offset_of, position_of
+from spec_lsp.replay.document import ReplayDocument, diff_edit, offset_of, position_of
 
 TEXT = "a😀b\nxé\n"
 
@@ -39,7 +39,7 @@ def test_diff_edit_turns_the_old_text_into_the_new(old: str, new: str) -> None:
 
 
 def test_incremental_and_full_changes_apply_in_order() -> None:
-    doc = Document("u", "python", 1, "def f():\n    pass\n")
+    doc = ReplayDocument("u", "python", 1, "def f():\n    pass\n")
     edits = doc.apply(
         [
             {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.replay.document import Document
+from spec_lsp.replay.document import ReplayDocument
 from spec_lsp.replay.format import Session, read_session
 from spec_lsp.replay.synthesize import (
     Timing,
@@ -35,7 +35,7 @@ async def fetch(url):
 
 def final_text(session: Session) -> str:
     opened = session.events[0].msg["params"]["textDocument"]
-    doc = Document(opened["uri"], opened["languageId"], opened["version"], opened["text"])
+    doc = ReplayDocument(opened["uri"], opened["languageId"], opened["version"], opened["text"])
     for event in session.events:
         if event.method == "textDocument/didChange":
             params = event.msg["params"]

@@ -8,7 +8,7 @@ import pytest
 from tree_sitter import Node
 
 from spec_lsp.syntax import SyntaxService, cutter_for
-from spec_lsp.syntax.document import Document
+from spec_lsp.syntax.document import ParsedDocument
 from spec_lsp.syntax.languages import SPECS, grammar, new_parser, spec_for
 
 PY = 'import os\nfrom typing import Any\n\n\nclass Cache:\n    """Ünïcödé docstring ✓."""\n\n    def get(self, key: str) -> Any:\n        value = self.data.get(key)\n        \n        return value\n'
@@ -45,7 +45,7 @@ def test_language_ids_and_extensions_map_to_grammars() -> None:
 
 def test_random_incremental_edits_give_the_same_tree_as_a_fresh_parse() -> None:
     rng = random.Random(7)
-    doc = Document(spec_for("python"), PY)
+    doc = ParsedDocument(spec_for("python"), PY)
     pieces = ["x", "é", "✓", "\n", "    ", "(", ")", ":", "def g():\n    pass\n", "", "😀"]
     for _ in range(200):
         start = rng.randrange(len(doc.text) + 1)
