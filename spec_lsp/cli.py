@@ -12,9 +12,9 @@ import argparse
 import sys
 from importlib import metadata
 
-from spec_lsp.commands import bench, complete, distill, models, replay, serve, trim
+from spec_lsp.commands import bench, complete, distill, kernels, models, replay, serve, trim
 
-COMMANDS = (complete, models, bench, serve, trim, replay, distill)
+COMMANDS = (complete, models, kernels, bench, serve, trim, replay, distill)
 
 
 def build_parser() -> argparse.ArgumentParser:

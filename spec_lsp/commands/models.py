@@ -112,12 +112,14 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     from spec_lsp.engine.fetch import FetchError
     from spec_lsp.presets import PresetError, load_preset
 
+    local = False
     try:
         for name in args.preset:
             if name.startswith("gguf:"):
-                sources = [name]
+                sources = [name]  # a file, not a preset: no kernels built for it
             else:
                 preset = load_preset(name)
+                local = local or preset.backend is None
                 sources = [s for s in (preset.target, preset.draft) if s]
                 sources = [s for s in sources if s.startswith(("bundled:", "gguf:"))]
             if not sources:
@@ -129,6 +131,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     except (FetchError, PresetError) as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 1
+    if local:  # now, with progress, rather than at the first model load; a failure only warns
+        from spec_lsp.commands.kernels import build_kernels
+
+        build_kernels()
     return 0
 
 

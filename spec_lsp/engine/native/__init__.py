@@ -33,13 +33,23 @@ and whichever thread runs it (fixed accumulation orders; `-ffp-contract=off` so 
 fuses nothing on its own): a verification pass over k tokens gives bitwise what k one-token passes
 give (tests/engine/test_native.py, test_lean.py).
 
-The source is compiled against the installed torch (its headers, its OpenMP) by the system's C++
-compiler into the cache (`sources.cache_dir() / "kernels" / <machine>-<hash>`), ~15 s the first
-time a model loads. `available()` is False when that cannot happen (no compiler, not x86-64): the
-formats then run on torch's kernels, as `SPEC_LSP_KERNELS=torch` makes them (to compare);
-`SPEC_LSP_KERNELS=plain` builds them without AVX2, as on a CPU that lacks it, and
-`SPEC_LSP_KERNELS=avx2` without VNNI. All paths give bitwise the same numbers (integer dot
+Built by `torch.utils.cpp_extension.load` (ninja; torch's headers, ABI flag and libraries) against
+the installed torch, in a child process, into the cache (`sources.cache_dir() / "kernels" /
+<machine>-<hash of the sources, the flags and torch's version>`), ahead of time: `make setup`,
+`spec-lsp models fetch` and `spec-lsp kernels build` (progress shown). Where a model loads and the
+library is still missing, the load builds it with a progress report ("compiling the engine's CPU
+kernels") rather than silently. `SPEC_LSP_KERNELS=plain` builds them without AVX2, as on a CPU that
+lacks it, `SPEC_LSP_KERNELS=avx2` without VNNI, `SPEC_LSP_KERNELS=torch` turns them off (torch's
+kernels run the formats, to compare). All paths give bitwise the same numbers (integer dot
 products, the same float operations; tests/engine/test_kquants.py).
+
+The library is code this process runs, so before it is loaded: the kernels folder and the build
+folder are private (0700, the user's own), the library is the user's and writable by no one else
+(else it is not loaded: `spec-lsp kernels build --force` builds a fresh one), and it has passed a
+smoke test in a child process (loaded, its two probes called; the passing library's sha256 is
+stamped beside it). A library that fails the smoke test (a crash at load, a corrupt file) is
+removed and built once again. Any failure leaves the formats on torch's kernels; `failure()` says
+why, and `spec-lsp/status` (`kernelsError`) and `spec-lsp doctor` show it.
 """
 
 from __future__ import annotations
@@ -49,10 +59,12 @@ import hashlib
 import logging
 import os
 import platform
-import subprocess
+import shutil
 from pathlib import Path
 
 import torch
+
+from spec_lsp.engine.native import library
 
 log = logging.getLogger(__name__)
 
@@ -100,58 +112,66 @@ def build_dir() -> Path:
     return cache_dir() / "kernels" / f"{platform.machine()}-{key}"
 
 
+_FAILURE: list[str] = []  # why the last load fell back to torch's kernels (one entry at most)
+
+
 @functools.cache
 def available() -> bool:
-    """Whether the native kernels are loaded (compiling them the first time)."""
-    if os.environ.get("SPEC_LSP_KERNELS", "native") == "torch":
-        return False
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    """Whether the native kernels are loaded: the checked library is loaded, built first (with a
+    progress report from the caller, `loading.load_engine`) where it is missing. Any failure is
+    logged, kept for `failure()`, and leaves torch's kernels in charge."""
+    if not wanted():
         return False
     try:
-        library = build_dir() / f"{NAME}.so"
-        if not library.exists():
-            compile_to(library)
+        library = ensure()
         torch.ops.load_library(str(library))
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+    except (OSError, RuntimeError) as exc:  # LibraryError is a RuntimeError
+        _FAILURE[:] = [str(exc)]
         log.warning("native kernels unavailable (%s): torch's kernels run instead", exc)
         return False
     return hasattr(torch.ops.spec_lsp, "q4_mm")
 
 
-def compile_to(library: Path) -> None:
-    """Compiles the sources against this torch into `library` (written whole or not at all)."""
-    from torch.utils import cpp_extension
+def wanted() -> bool:
+    """Whether this machine and `SPEC_LSP_KERNELS` call for the native kernels at all."""
+    if os.environ.get("SPEC_LSP_KERNELS", "native") == "torch":
+        return False
+    return platform.machine().lower() in ("x86_64", "amd64")
 
-    library.parent.mkdir(parents=True, exist_ok=True)
-    tmp = library.with_name(f"{library.stem}.{os.getpid()}.tmp.so")
-    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    command = [
-        os.environ.get("CXX", "c++"),
-        *_flags(),
-        "-shared",
-        "-fPIC",
-        f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
-        *(f"-I{path}" for path in cpp_extension.include_paths()),
-        *(str(source) for source in SOURCES),
-        "-o",
-        str(tmp),
-        *(f"-L{path}" for path in cpp_extension.library_paths()),
-        "-lc10",
-        "-ltorch_cpu",
-    ]
-    log.info("compiling the native kernels once (under a minute) into %s", library.parent)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(f"{command[0]} failed: {done.stderr.strip()[-2000:]}")
-        os.replace(tmp, library)  # atomic: another process never loads half a library
-    finally:
-        tmp.unlink(missing_ok=True)
+
+def failure() -> str | None:
+    """Why the native kernels did not load in this process (None: they did, or were not tried)."""
+    return _FAILURE[0] if _FAILURE else None
+
+
+def library_path() -> Path:
+    return build_dir() / f"{NAME}.so"
+
+
+def ensure(progress: library.Progress | None = None, force: bool = False) -> Path:
+    """This machine's library, checked (private folders, owner, mode) and smoke-tested in a child
+    process; built when missing (or `force`d), rebuilt once when it fails the smoke test."""
+    path = library_path()
+    library.private_dir(path.parent.parent)
+    if force and path.parent.exists():
+        shutil.rmtree(path.parent)
+    if path.exists():
+        library.private_dir(path.parent)
+        library.check_owner_and_mode(path)  # refused, never removed: another may own it
+        if library.smoke_tested(path):
+            return path
+        try:
+            library.smoke_test(path)
+            return path
+        except library.LibraryError as exc:
+            log.warning("%s; building it again", exc)
+    library.build(path, SOURCES, _flags(), progress, verbose=progress is not None)
+    return path
 
 
 def compiled() -> bool:
     """Whether this machine's build of the kernels is in the cache already."""
-    return (build_dir() / f"{NAME}.so").exists()
+    return library_path().exists()
 
 
 def simd() -> bool:
