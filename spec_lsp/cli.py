@@ -12,9 +12,19 @@ import argparse
 import sys
 from importlib import metadata
 
-from spec_lsp.commands import bench, complete, distill, kernels, models, replay, serve, trim
+from spec_lsp.commands import (
+    bench,
+    complete,
+    distill,
+    doctor,
+    kernels,
+    models,
+    replay,
+    serve,
+    trim,
+)
 
-COMMANDS = (complete, models, kernels, bench, serve, trim, replay, distill)
+COMMANDS = (complete, models, kernels, doctor, bench, serve, trim, replay, distill)
 
 
 def build_parser() -> argparse.ArgumentParser:
