@@ -1,4 +1,6 @@
-"""Prefetch after a suggestion: the scripted backend in the real worker thread (no model, no LSP).
+"""Prefetch after a suggestion: the scripted backend in the real worker thread (no model, no LSP),
+then completion/prefetch.py's own parts (what an accept leads to, which keys a prefetch filled,
+which prefetches a request cancels) without a worker.
 
 The backend answers every prompt with the same text; what matters is which requests reach it.
 """
@@ -8,11 +10,35 @@ from __future__ import annotations
 import asyncio
 import time
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from spec_lsp.completion import CompletionService
-from spec_lsp.completion.live import WARM_PREFILL_CHUNK
+from spec_lsp.completion.live import WARM_PREFILL_CHUNK, Live
+from spec_lsp.completion.prefetch import FILLED_SIZE, Ahead, Prefetch, after_accept
+from spec_lsp.completion.reuse import Anchor
+from spec_lsp.completion.syntax_port import Cut
 from spec_lsp.config import Options
-from spec_lsp.engine.api import Capabilities, GenerationRequest, GenerationResult, GenerationStats
-from tests.fakes import LOCAL, URI, WAIT_S, ScriptedBackend, end, service_with, type_text, until
+from spec_lsp.engine.api import (
+    CancelToken,
+    Capabilities,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+)
+from spec_lsp.stats import ServerStats
+from spec_lsp.worker import Job
+from tests.fakes import (
+    LOCAL,
+    URI,
+    WAIT_S,
+    KeepAll,
+    ScriptedBackend,
+    end,
+    service_with,
+    type_text,
+    until,
+)
 
 OTHER = "file:///other.py"
 
@@ -229,3 +255,82 @@ async def test_a_backend_that_does_not_cancel_cheaply_gets_no_warm_up() -> None:
     answer = await service.complete(URI, *end(service), "utf-16")
     assert answer is not None and backend.warmups == []
     await drain(service)
+
+
+# -- the module's own parts, without a worker ----------------------------------------------------
+
+
+class Settler:
+    """Stands for `Generations`: settling a prefetch's result fills its anchor."""
+
+    def settle(self, live: Live, result: GenerationResult) -> bool:
+        live.anchor.text = result.text
+        return True
+
+
+def ahead_for(uri: str, key: tuple[object, ...], text: str = "x = hello world\n") -> Ahead:
+    loop = asyncio.get_running_loop()
+    job = Job(GenerationRequest("p", cancel=CancelToken()), loop.create_future())
+    live = Live(uri, job, Cut(KeepAll(), ""), Anchor("x = ", "\n"), prefetch=True)
+    return Ahead(uri, text, key, live, start=4, end=15)  # "hello world" accepted after "x = "
+
+
+@given(st.text(alphabet="ab\n ", max_size=20), st.text(alphabet="cd\n ", max_size=20))
+def test_after_accept_puts_the_cursor_at_the_end_of_the_accepted_suggestion(
+    prefix: str, suggestion: str
+) -> None:
+    new_prefix, row, col = after_accept(prefix, suggestion)
+    lines = new_prefix.split("\n")
+    assert new_prefix == prefix + suggestion and (row, col) == (len(lines) - 1, len(lines[-1]))
+
+
+async def test_a_document_is_on_the_way_to_a_prefetch_while_its_suggestion_is_typed_as_shown() -> (
+    None
+):
+    ahead = ahead_for(URI, ("k",))
+    for text in ("x = \n", "x = hel\n", "x = hello\n", "x = hello world\n"):
+        assert ahead.toward(text), text
+    for text in ("x = help\n", "y = hello world\n", "x = hello world!\n", "x = hello world"):
+        assert not ahead.toward(text), text
+
+
+async def test_a_prefetch_fills_its_key_once_and_a_failed_or_cancelled_one_fills_nothing() -> None:
+    stats = ServerStats()
+    prefetch = Prefetch(Settler(), stats)  # type: ignore[arg-type]
+    outcomes = [("max_tokens", "hello world"), ("error", ""), ("cancelled", "hel")]
+    for i, (reason, text) in enumerate(outcomes):
+        ahead = ahead_for(URI, (i,))
+        ahead.live.job.future.set_result(
+            GenerationResult(text, stats=GenerationStats(stop_reason=reason))  # type: ignore[arg-type]
+        )
+        answer = await prefetch.run(ahead)
+        assert answer == (text if reason == "max_tokens" else None), reason
+    assert (stats.prefetched, stats.prefetch_cancelled) == (1, 1)
+    assert prefetch.hit((0,)) and not prefetch.hit((0,))  # counted once per fill
+    assert not prefetch.hit((1,)) and not prefetch.hit((2,)) and stats.prefetch_hits == 1
+
+
+async def test_only_the_last_filled_keys_are_remembered_for_hits() -> None:
+    prefetch = Prefetch(Settler(), ServerStats())  # type: ignore[arg-type]
+    for i in range(FILLED_SIZE + 1):
+        ahead = ahead_for(URI, (i,))
+        ahead.live.job.future.set_result(GenerationResult("x", stats=GenerationStats()))
+        await prefetch.run(ahead)
+    assert not prefetch.hit((0,)) and prefetch.hit((FILLED_SIZE,))
+
+
+async def test_a_request_cancels_every_prefetch_except_one_on_the_way_to_its_document() -> None:
+    prefetch = Prefetch(Settler(), ServerStats())  # type: ignore[arg-type]
+    mine, other = ahead_for(URI, ("a",)), ahead_for(OTHER, ("b",))
+    running = [asyncio.ensure_future(prefetch.run(a)) for a in (mine, other)]
+    await asyncio.sleep(0)
+    assert prefetch.pending(URI, ("a",)) is mine.live and prefetch.pending(URI, ("b",)) is None
+    prefetch.preempt(URI, "x = hel\n")  # this document, part of the suggestion typed
+    assert not mine.live.job.request.cancel.cancelled  # type: ignore[union-attr]
+    assert other.live.job.request.cancel.cancelled  # type: ignore[union-attr]
+    prefetch.preempt(URI, "x = hex\n")  # typed otherwise: no longer on the way
+    assert mine.live.job.request.cancel.cancelled  # type: ignore[union-attr]
+    assert prefetch.pending(URI, ("a",)) is None
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)

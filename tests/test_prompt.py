@@ -1,0 +1,84 @@
+"""spec_lsp/prompt.py: FIM templates per family, a prefix window that is stable while typing and
+fits the budget, the context line, and the indentation lead."""
+
+from __future__ import annotations
+
+from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, unlead
+
+
+def _lines(n: int) -> list[str]:
+    return [f"value_{i} = compute({i})" for i in range(n)]
+
+
+def test_every_family_ends_its_prompt_with_the_text_being_typed_or_the_fim_marker() -> None:
+    for family, template in TEMPLATES.items():
+        prompt = template.render("PREFIX", "SUFFIX")
+        if template.layout in ("spm", "prefix"):
+            assert prompt.endswith("PREFIX"), family
+        else:
+            assert prompt.index("PREFIX") < prompt.index("SUFFIX"), family
+
+
+def test_the_prompt_before_the_cursor_line_is_stable_while_typing() -> None:
+    builder = PromptBuilder("starcoder", context_tokens=256, max_new_tokens=32)
+    lines = _lines(400) + [""]
+    row = len(lines) - 1
+    prompts = []
+    for typed in ("d", "de", "def", "def f"):
+        lines[row] = typed
+        prompts.append(builder.build("doc", lines, row, len(typed), context="import os").text)
+    head = prompts[0][: -len("d")]
+    assert all(p.startswith(head) for p in prompts)
+
+
+def test_the_prefix_window_fits_the_budget_and_starts_on_a_line() -> None:
+    builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
+    lines = _lines(1000)
+    prompt = builder.build("doc", lines, 999, 5)
+    assert len(prompt.text) <= builder.budget.prefix_chars
+    assert prompt.window_start > 0
+    assert prompt.text.startswith(lines[prompt.window_start])
+
+
+def test_context_is_added_only_when_the_window_does_not_start_at_the_top() -> None:
+    builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
+    short = builder.build("a", ["x = 1", "y = "], 1, 4, context="import os")
+    assert short.text == "x = 1\ny = " and not short.context_used
+    long = builder.build("b", _lines(1000), 999, 3, context="import os")
+    assert long.context_used and long.text.startswith("import os\n")
+
+
+def test_a_header_being_typed_inside_the_window_never_enters_the_context() -> None:
+    builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
+    lines = _lines(1000)
+    starts = set()
+    for typed in ("def f", "def fo", "def foo(a", "def foo(a):"):
+        doc = lines[:998] + [typed] + lines[999:]
+        # The syntax layer names the enclosing def as context while its line is typed.
+        prompt = builder.build("c", doc, 998, len(typed), context=f"import os\n{typed}")
+        assert prompt.text.startswith("import os\n") and prompt.text.count(typed) == 1
+        starts.add(prompt.text[: -len(typed)])
+    assert len(starts) == 1  # everything before the typed text is the same at each keystroke
+
+
+def test_after_indentation_only_the_prefix_layout_leaves_the_last_blank_out_of_the_prompt() -> None:
+    lines = ["def f(x):", "    "]
+    plain = PromptBuilder("none", context_tokens=256, max_new_tokens=16).build("a", lines, 1, 4)
+    assert (plain.text, plain.lead) == ("def f(x):\n   ", " ")
+    tabs = PromptBuilder("none", 256, 16).build("b", ["if a:", "\t\t"], 1, 2)
+    assert (tabs.text, tabs.lead) == ("if a:\n\t", "\t")
+    fim = PromptBuilder("qwen", context_tokens=256, max_new_tokens=16).build("c", lines, 1, 4)
+    assert fim.lead == "" and "def f(x):\n    <|fim_suffix|>" in fim.text
+
+
+def test_blanks_after_code_on_the_line_or_at_column_0_are_kept_in_the_prompt() -> None:
+    builder = PromptBuilder("none", context_tokens=256, max_new_tokens=16)
+    assert builder.build("a", ["x = "], 0, 4) == Prompt("x = ", 0, False, "")
+    assert builder.build("b", ["def f():", ""], 1, 0).lead == ""
+
+
+def test_unlead_removes_the_typed_lead_or_says_the_completion_differs() -> None:
+    assert unlead(" return x", " ") == "return x"
+    assert unlead("", " ") == ""
+    assert unlead("\nx", " ") is None
+    assert unlead("abc", "") == "abc"
