@@ -150,6 +150,12 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def end_of(text: str) -> tuple[int, int]:
+    """The (line, UTF-16 character) at the end of `text`."""
+    lines = text.split("\n")
+    return len(lines) - 1, utf16_len(lines[-1])
+
+
 def doc_uri(name: str) -> str:
     return f"file:///tmp/spec-lsp-tests/{name}"
 

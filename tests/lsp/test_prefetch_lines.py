@@ -12,11 +12,11 @@ from lsp_helpers import (
     configure,
     delta,
     doc_uri,
+    end_of,
     inline,
     insert,
     open_doc,
     stats,
-    utf16_len,
     wait_until,
 )
 from pytest_lsp import LanguageClient
@@ -25,11 +25,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # Where tiny's (seeded) model writes more than one line, then one line only.
 MULTI = ("class A:\n    def f(self):\n        ", "def main():\n    x = [\n        ")
 SINGLE = ("def add(a, b):\n    return ", "for i in range(10):\n    ")
-
-
-def end_of(text: str) -> tuple[int, int]:
-    lines = text.split("\n")
-    return len(lines) - 1, utf16_len(lines[-1])
 
 
 async def suggestion(

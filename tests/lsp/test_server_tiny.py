@@ -14,6 +14,7 @@ from lsp_helpers import (
     configure,
     delta,
     doc_uri,
+    end_of,
     inline,
     inline_params,
     insert,
@@ -35,11 +36,6 @@ from pytest_lsp import LanguageClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 INLINE = types.TEXT_DOCUMENT_INLINE_COMPLETION
-
-
-def end_of(text: str) -> tuple[int, int]:
-    lines = text.split("\n")
-    return len(lines) - 1, utf16_len(lines[-1])
 
 
 async def running(client: LanguageClient) -> bool:
