@@ -28,6 +28,7 @@ from spec_lsp.remote.llama_server import STOP_TYPES, LlamaServerBackend
 from spec_lsp.remote.openai import FINISH, OpenAIBackend
 from tests.engine.conftest import make_engine
 from tests.fakes import CheapCancelBackend, PrefillBackend, RecordingBackend, ScriptedBackend
+from tests.lsp.fault_server import FaultyBackend
 
 UNREACHABLE = "http://127.0.0.1:9"  # nothing is sent: the checks below make no request
 MEMBERS = [name for name in vars(Backend) if not name.startswith("_")]
@@ -56,11 +57,15 @@ def backends(target: Any, tokenizer: Any, remotes: list[Any]) -> list[Any]:
         PrefillBackend(0),
         RecordingBackend(local),
         RecordingBackend(remotes[0]),
+        FaultyBackend(local),  # tests/lsp/fault_server.py: passes the rest on by __getattr__
     ]
 
 
+WRAPPERS = (RecordingBackend, FaultyBackend)  # they declare what the backend they wrap does
+
+
 def overrides(backend: Any, method: str) -> bool:
-    return getattr(type(backend), method) is not getattr(BackendBase, method)
+    return getattr(type(backend), method, None) is not getattr(BackendBase, method)
 
 
 def test_the_protocol_names_the_capabilities_and_every_optional_method() -> None:
@@ -99,9 +104,9 @@ def test_a_declared_capability_is_a_method_of_the_class_and_an_undeclared_one_do
             if method is None:
                 continue
             if getattr(caps, flag):
-                assert isinstance(backend, RecordingBackend) or overrides(backend, method), name
+                assert isinstance(backend, WRAPPERS) or overrides(backend, method), name
             elif method == "other_files":
-                assert not overrides(backend, method) or isinstance(backend, RecordingBackend)
+                assert not overrides(backend, method) or isinstance(backend, WRAPPERS)
             else:
                 assert getattr(backend, method)() is None, (name, method)
         assert not caps.warm_up or caps.cheap_cancel, name  # a warm-up is a cancellable prefill
