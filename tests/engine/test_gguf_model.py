@@ -118,3 +118,23 @@ def test_float_tensors_of_every_width_read_back_shaped_as_the_file_says(tmp_path
     index = gguf_model._read_file(path)
     for name in ("a.f32", "a.f16", "a.bf16"):
         assert torch.equal(gguf_model._dense(index, path, name), torch.from_numpy(values)), name
+
+
+def test_the_block_embedding_reads_the_files_rows_in_place(tmp_path: Path) -> None:
+    import numpy as np
+
+    from spec_lsp.engine import compact
+
+    path = write_tiny(tmp_path / "qwen2.gguf", "qwen2")
+    model = gguf_model.load_model(path)
+    embed = model.get_input_embeddings()
+    if not isinstance(embed, gguf_model.BlockEmbedding):
+        pytest.skip("the file's embedding is not in a block type the kernels read")
+    assert isinstance(embed.rows, np.memmap)  # a map of the file, not a copy
+    compact.own_storage(model)  # copies buffers and parameters: the map is neither
+    assert isinstance(embed.rows, np.memmap)
+    copy = gguf_model.BlockEmbedding(
+        torch.from_numpy(np.array(embed.rows)), embed.kind, embed.embedding_dim, embed.dtype
+    )
+    assert torch.equal(embed(IDS), copy(IDS))
+    assert torch.equal(embed.weight[IDS[0]], embed(IDS)[0])
