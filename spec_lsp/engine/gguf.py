@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 BLOCK = 32  # weights per block, for both Q4_1 and Q8_0
+BLOCKS_FILE = "blocks.safetensors"  # in `read_blocks_cached`'s cache entry
 
 LAYER_NAMES = {
     "attn_q": "self_attn.q_proj",
@@ -162,28 +163,30 @@ def read_blocks(path: Path, name: str) -> Q4Blocks | Q8Blocks:
 
 
 def read_blocks_cached(path: Path, cache: Path) -> dict[str, Q4Blocks | Q8Blocks]:
-    """The quantized matrices of `read_llama(path)`, kept in a safetensors file at `cache` after
-    the first read (parsing a GGUF's tokenizer metadata with gguf-py takes 10-50 s here)."""
+    """The quantized matrices of `read_llama(path)`, kept in the cache entry folder `cache` after
+    the first read (parsing a GGUF's tokenizer metadata with gguf-py takes 10-50 s here): built
+    under a lock, checked at each load, built again once if it fails to load (`cache_entry`)."""
     from safetensors.torch import load_file, save_file
 
-    stamp = f"{path.stat().st_size}-{int(path.stat().st_mtime)}"
-    if cache.is_file():
-        flat = load_file(str(cache))
-        if flat.get("stamp", torch.zeros(0)).numpy().tobytes().decode() == stamp:
-            return _unflatten(flat)
-    read = read_llama(path)
-    flat = {"stamp": torch.frombuffer(bytearray(stamp.encode()), dtype=torch.uint8)}
-    for name, b in read.q4.items():
-        nibbles = b.codes[:, 0::2] | (b.codes[:, 1::2] << 4)  # two codes a byte
-        flat |= {f"q4:{name}:codes": nibbles, f"q4:{name}:scale": b.scale}
-        flat[f"q4:{name}:minimum"] = b.minimum
-    for name, b8 in read.q8.items():
-        flat |= {f"q8:{name}:codes": b8.codes, f"q8:{name}:scale": b8.scale}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    save_file(flat, str(tmp))
-    tmp.rename(cache)
-    return {**read.q4, **read.q8}
+    from spec_lsp.engine import cache_entry
+
+    def build(folder: Path) -> None:
+        read, flat = read_llama(path), dict[str, torch.Tensor]()
+        for name, b in read.q4.items():
+            nibbles = b.codes[:, 0::2] | (b.codes[:, 1::2] << 4)  # two codes a byte
+            flat |= {f"q4:{name}:codes": nibbles, f"q4:{name}:scale": b.scale}
+            flat[f"q4:{name}:minimum"] = b.minimum
+        for name, b8 in read.q8.items():
+            flat |= {f"q8:{name}:codes": b8.codes, f"q8:{name}:scale": b8.scale}
+        save_file(flat, str(folder / BLOCKS_FILE))
+
+    st = path.stat()
+    return cache_entry.load(
+        cache,
+        build,
+        lambda folder: _unflatten(load_file(str(folder / BLOCKS_FILE))),
+        stamp=f"{st.st_size}-{st.st_mtime_ns}",
+    )
 
 
 def _unflatten(flat: dict[str, torch.Tensor]) -> dict[str, Q4Blocks | Q8Blocks]:

