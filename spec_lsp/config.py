@@ -115,8 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_tokens",
         64,
-        "most tokens one suggestion generates (a preset's `max_new_tokens` is its own cap, "
-        "see docs/deploy.md)",
+        "most tokens one suggestion generates",
         minimum=1,
         maximum=4096,
     ),

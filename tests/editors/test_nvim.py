@@ -131,7 +131,7 @@ def group_members(pgid: int) -> list[str]:
 def run_nvim(
     tmp: Path,
     scenario: str,
-    setup: dict[str, Any],
+    setup: dict[str, Any] | None,
     env: dict[str, str] | None = None,
     **spec: Any,
 ) -> NvimRun:
@@ -482,6 +482,174 @@ def test_stats_float_and_checkhealth_say_why_the_remote_engine_fails(
         health
     )
     assert "WARNING" in health and "ERROR" not in health, run.explain(health)
+
+
+# --- the peers' conventions: auto_trigger off, <Tab> fall-through, :SpecLsp, statusline ---
+
+
+@pytest.fixture(scope="module", params=["builtin", "virtual_text"])
+def conventions_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> NvimRun:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    ui = request.param
+    tmp = tmp_path_factory.mktemp(f"nvim-conventions-{ui}")
+    setup = {
+        "cmd": serve(tmp, "tiny"),
+        "ui": ui,
+        "auto_trigger": False,
+        "init_options": {"maxTokens": 8},
+    }
+    namespace = BUILTIN_NS if ui == "builtin" else VIRTUAL_TEXT_NS
+    return run_nvim(tmp, "conventions", setup, namespace=namespace, typed=TYPED, prior_tab=True)
+
+
+@needs_nvim
+def test_conventions_scenario_runs_every_step_without_error(conventions_run: NvimRun) -> None:
+    run = conventions_run
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+
+
+@needs_nvim
+def test_with_auto_trigger_off_typing_asks_nothing_and_the_trigger_key_asks_once(
+    conventions_run: NvimRun,
+) -> None:
+    manual = conventions_run.obs("manual")
+    assert manual["typed_then_trigger"] == 1 and manual["ghost"], conventions_run.explain(
+        f"typing then the trigger key made {manual['typed_then_trigger']} requests, not 1"
+    )
+
+
+@needs_nvim
+def test_tab_accepts_the_ghost_text_and_otherwise_runs_the_earlier_tab_mapping(
+    conventions_run: NvimRun,
+) -> None:
+    check(conventions_run, "accept", conventions_run.obs("accept")["ghost"])
+    fallback = conventions_run.obs("fallback")
+    got = inserted_at_cursor(fallback)
+    assert got == "FALLBACK" and fallback["hits"] == 1, conventions_run.explain(
+        f"<Tab> with nothing shown inserted {got!r}, the earlier mapping ran {fallback['hits']}x"
+    )
+
+
+@needs_nvim
+def test_speclsp_subcommands_and_the_statusline(conventions_run: NvimRun) -> None:
+    run = conventions_run
+    assert run.obs("statusline_ready") == "spec-lsp tiny", run.explain("statusline when ready")
+    assert run.obs("status_message").startswith("spec-lsp: tiny on cpu: ready"), run.explain(
+        "`:SpecLsp status`"
+    )
+    assert run.obs("toggle") == {"off": "spec-lsp off", "on": "spec-lsp tiny"}, run.explain(
+        "`:SpecLsp toggle` and the statusline"
+    )
+    assert any("accepted" in line for line in run.obs("stats_float")), run.explain("stats")
+    assert run.obs("log_buffer").endswith("server.log"), run.explain("`:SpecLsp log`")
+    assert run.obs("restart") == {"new_client": True, "old_stopped": True}, run.explain("restart")
+
+
+@needs_nvim
+def test_every_filetype_attaches_except_the_denylisted_ones(conventions_run: NvimRun) -> None:
+    seen = conventions_run.obs("filetypes")
+    expected = {"text_attached": True, "commit_wanted": False, "commit_attached": False}
+    assert seen == expected, conventions_run.explain(str(seen))
+
+
+# --- without setup{}: lsp/spec_lsp.lua and vim.lsp.enable ---
+
+
+@needs_nvim
+def test_vim_lsp_enable_runs_the_plugins_lsp_config(tmp_path: Path) -> None:
+    run = run_nvim(
+        tmp_path, "native", None, namespace=BUILTIN_NS, typed=TYPED, cmd=serve(tmp_path, "tiny")
+    )
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+    assert run.obs("status")["preset"] == "tiny" and run.obs("ghost"), run.explain("no ghost")
+    assert run.obs("config_cmd")[:2] == serve(tmp_path, "tiny")[:2], run.explain("cmd not merged")
+
+
+# --- a shared server over TCP ---
+
+
+@pytest.fixture
+def shared_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """`spec-lsp serve --tcp 127.0.0.1:0` with its token written under $XDG_RUNTIME_DIR."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "SPEC_LSP_TOKEN"}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    cmd = [str(SPEC_LSP), "serve", "--tcp", "127.0.0.1:0", "--preset", "tiny"]
+    cmd += ["--log-file", str(tmp_path / "server.log")]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        address = ""
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "listening on" in line:
+                address = line.split("listening on", 1)[1].strip()
+                break
+        assert address, "spec-lsp serve --tcp did not say where it listens"
+        yield address, runtime
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@needs_nvim
+def test_plugin_connects_to_a_shared_tcp_server_with_the_token_file_it_wrote(
+    tmp_path: Path, shared_server: tuple[str, Path]
+) -> None:
+    address, runtime = shared_server
+    (tmp_path / "nvim").mkdir()
+    setup = {"server": {"tcp": address}, "init_options": {"maxTokens": 8}}
+    run = run_nvim(
+        tmp_path / "nvim",
+        "shared",
+        setup,
+        env={"XDG_RUNTIME_DIR": str(runtime)},
+        namespace=BUILTIN_NS,
+        typed=TYPED,
+    )
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+    assert run.obs("cmd_is_connect") and run.obs("status")["preset"] == "tiny", run.explain("tcp")
+    check(run, "accept_all", run.obs("accept_all")["ghost"])
+    assert run.obs("stats")["accepted"] == 1, run.explain("the shared server did not count it")
+
+
+# --- the server command ---
+
+
+def default_cmd(nvim: str, cwd: Path, workspace_venv: bool) -> list[str]:
+    """`require("spec_lsp.lsp").default_cmd()` in a Neovim started in `cwd`, no spec-lsp on PATH."""
+    script = cwd / "cmd.lua"
+    script.write_text(
+        f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
+        f"require('spec_lsp').setup({{ workspace_venv = {str(workspace_venv).lower()} }})\n"
+        "io.stdout:write(vim.json.encode(require('spec_lsp.lsp').default_cmd()))\n"
+    )
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-l", str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    cmd: list[str] = json.loads(proc.stdout)
+    return cmd
+
+
+@needs_nvim
+def test_a_projects_own_venv_runs_only_when_the_user_opts_in(tmp_path: Path) -> None:
+    assert NVIM is not None
+    exe = tmp_path / ".venv" / "bin" / "spec-lsp"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\ntouch ran\n")
+    exe.chmod(0o755)
+    assert str(exe) not in default_cmd(NVIM, tmp_path, workspace_venv=False)
+    assert default_cmd(NVIM, tmp_path, workspace_venv=True)[0] == str(exe)
 
 
 # --- the real bundled model ---

@@ -122,6 +122,19 @@ def _check(result: dict[str, Any]) -> None:
     cycle = result["cycle"]
     assert cycle["next"] != cycle["first"] and cycle["next"].strip(), cycle
     assert cycle["previous"] == cycle["first"] and cycle["nextAgain"] == cycle["next"], cycle
+    # Alt+Down took the ghost text's first line (the runner checked the saved file).
+    assert result["nextLine"]["line"].endswith(result["nextLine"]["ghost"]), result["nextLine"]
+    # The status bar menu switched python off ("!python") and on again in the user settings.
+    assert result["languageSwitch"] == [["*", "!python"], ["*"]], result["languageSwitch"]
+    # With specLsp.autoTrigger off, typing asked nothing and spec-lsp: Suggest here asked once.
+    assert result["manual"]["asked"] == 1 and result["manual"]["ghost"].strip(), result["manual"]
+    # The workspace's own serverPath, serverArgs and recordDirectory were ignored (machine scope):
+    # its script never ran and nothing was written into it; sessions went to global storage.
+    assert result["workspaceLeftovers"] == [], result["workspaceLeftovers"]
+    # specLsp.server.address alone: the extension read the token `spec-lsp serve --tcp` wrote and
+    # got ghost text from that server, whose log never holds the token.
+    shared = result["shared"]
+    assert shared["ghost"].strip() and shared["tokenInLog"] is False, shared
 
 
 def test_vscode_shows_spec_lsp_ghost_text_and_tab_accepts_it_tiny_model() -> None:

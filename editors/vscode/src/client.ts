@@ -2,6 +2,8 @@
 // Inline completion itself is vscode-languageclient's built-in feature; this adds the middleware
 // that reports shown/accepted suggestions and the feature that turns $/progress into the status bar.
 import * as cp from "node:child_process";
+import * as net from "node:net";
+import * as os from "node:os";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -11,20 +13,47 @@ import {
   type FeatureState,
   LanguageClient,
   type LanguageClientOptions,
+  type ServerOptions,
+  type StreamInfo,
   RevealOutputChannelOn,
   type StaticFeature,
   State,
   WorkDoneProgress,
   WorkDoneProgressCreateRequest,
 } from "vscode-languageclient/node";
-import { resolveServer, type ServerCommand, ServerNotFound, serveArgs, serverSettings } from "./config";
+import {
+  type Consent,
+  manualOnly,
+  resolveServer,
+  type ServerCommand,
+  ServerNotFound,
+  serveArgs,
+  serverSettings,
+  sharedServer,
+} from "./config";
+import type { Address } from "./serverChoice";
+import { removedKeys } from "./settingsWire";
 import { Feedback } from "./feedback";
 import { AcceptCommand, type Stats, StatsRequest, type Status, StatusRequest, suggestionId } from "./protocol";
 import type { StatusItem } from "./status";
 
 const FIX =
-  "Fix: run `make setup` in your spec-lsp checkout (it creates .venv/bin/spec-lsp), or set " +
-  "specLsp.serverPath to a working spec-lsp executable, then run 'spec-lsp: Restart server'.";
+  "Fix: install spec-lsp (`pipx install spec-lsp`, or `make setup` in its checkout), or set " +
+  "specLsp.serverPath to a working spec-lsp executable, then run 'spec-lsp: Restart server'. " +
+  "`spec-lsp doctor` says what is missing.";
+const SHARED_FIX =
+  "Fix: start it (`spec-lsp serve --tcp HOST:PORT`, or `--socket PATH`), check " +
+  "specLsp.server.address and the token (specLsp.server.tokenFile or SPEC_LSP_TOKEN), then run " +
+  "'spec-lsp: Restart server'. The server takes one editor at a time.";
+
+/** Connects to a shared `spec-lsp serve --tcp` / `--socket` server. */
+function connect(address: Address): Promise<StreamInfo> {
+  return new Promise((resolve, reject) => {
+    const socket = "socket" in address ? net.connect(address.socket) : net.connect(address.port, address.host);
+    socket.once("connect", () => resolve({ reader: socket, writer: socket }));
+    socket.once("error", reject);
+  });
+}
 
 /** Turns the server's work-done progress (model loading) into status bar text. */
 class ProgressFeature implements StaticFeature {
@@ -79,6 +108,10 @@ export class Server implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   private statusTimer: NodeJS.Timeout | undefined;
   private readonly feedback: Feedback;
+  /** The settings the running server was given (initializationOptions, then each change). */
+  private sent: Record<string, unknown> = {};
+  /** Where the running server is: a command line, or a shared server's address. */
+  private where = "";
   lastStatus: Status | undefined;
   lastStats: Stats | undefined;
 
@@ -86,6 +119,7 @@ export class Server implements vscode.Disposable {
     private readonly output: vscode.LogOutputChannel,
     private readonly status: StatusItem,
     private readonly onStats: () => void,
+    private readonly consent: Consent,
   ) {
     this.feedback = new Feedback(
       (method, params) => void this.client?.sendNotification(method, params),
@@ -98,29 +132,47 @@ export class Server implements vscode.Disposable {
     return this.client?.state === State.Running;
   }
 
+  /** Whether the extension connects to a shared server rather than starting its own. */
+  get shared(): boolean {
+    return this.where.startsWith("the shared server");
+  }
+
   async start(recordTo?: string): Promise<void> {
     this.failureShown = false;
     this.lastStatus = undefined;
     this.lastStats = undefined;
     this.status.reset();
-    let server: ServerCommand;
+    let serverOptions: ServerOptions;
+    const init: Record<string, unknown> = serverSettings();
+    this.sent = { ...init };
     try {
-      server = resolveServer();
+      const shared = sharedServer();
+      if (shared) {
+        if (recordTo) throw new ServerNotFound("recording needs a server the extension starts: clear specLsp.server.address.");
+        this.where = `the shared server at ${shared.text}`;
+        if (shared.token !== undefined) init.token = shared.token;
+        this.output.info(`connecting to ${this.where}${shared.token !== undefined ? " with its token" : ""}`);
+        serverOptions = () => connect(shared.address);
+      } else {
+        const server = await resolveServer(this.consent);
+        const args = serveArgs(server, recordTo);
+        this.where = `${server.command}, from ${server.origin}`;
+        this.output.info(`starting ${server.command} ${args.join(" ")} (from ${server.origin})`);
+        serverOptions = () => this.spawn(server, args);
+      }
     } catch (err) {
-      if (!(err instanceof ServerNotFound)) throw err;
-      this.fail(`spec-lsp: ${err.message} ${FIX}`);
+      if (!(err instanceof ServerNotFound || err instanceof Error)) throw err;
+      this.fail(`spec-lsp: ${err.message} ${this.shared ? SHARED_FIX : FIX}`);
       return;
     }
-    const args = serveArgs(server, recordTo);
-    this.output.info(`starting ${server.command} ${args.join(" ")} (from ${server.origin})`);
-    const client = new QuietClient("spec-lsp", "spec-lsp", () => this.spawn(server, args), this.options(server));
+    const client = new QuietClient("spec-lsp", "spec-lsp", serverOptions, this.options(init));
     client.registerFeature(new ProgressFeature(client, (text) => this.status.setProgress(text)));
     this.client = client;
     this.starting = true;
     try {
       await client.start();
     } catch (err) {
-      await this.reportFailure(server, err);
+      await this.reportFailure(err);
       return;
     } finally {
       this.starting = false;
@@ -149,11 +201,22 @@ export class Server implements vscode.Disposable {
     await this.start(recordTo);
   }
 
-  /** Sends the current settings; the server may reload its models, so watch its status again. */
-  configurationChanged(): void {
+  /**
+   * Sends the settings the user set; the server may reload its models, so watch its status again.
+   * A setting removed since the last send cannot be unsent: a new server starts from its defaults.
+   */
+  configurationChanged(recordTo?: string): void {
     if (!this.running) return;
+    const now = serverSettings();
+    if (removedKeys(this.sent, now).length) {
+      this.output.info(`settings removed (${removedKeys(this.sent, now).join(", ")}): restarting the server`);
+      void this.restart(recordTo);
+      return;
+    }
+    this.sent = now;
+    this.output.info(`settings sent: ${JSON.stringify(now)}${manualOnly() ? "; suggestions only on request (specLsp.autoTrigger off)" : ""}`);
     void this.client?.sendNotification(DidChangeConfigurationNotification.type, {
-      settings: { specLsp: serverSettings() },
+      settings: { specLsp: now },
     });
     clearTimeout(this.statusTimer);
     this.statusTimer = setTimeout(() => this.pollStatus(), 300);
@@ -172,8 +235,8 @@ export class Server implements vscode.Disposable {
   }
 
   private spawn(server: ServerCommand, args: string[]): Promise<cp.ChildProcess> {
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    const child = cp.spawn(server.command, args, { cwd, stdio: "pipe", env: process.env });
+    // A neutral directory: nothing in the workspace is looked up relative to the server's cwd.
+    const child = cp.spawn(server.command, args, { cwd: os.homedir(), stdio: "pipe", env: process.env });
     this.stderrTail = [];
     const tail: string[] = this.stderrTail;
     this.childClosed = new Promise((resolve) => child.once("close", () => resolve()));
@@ -187,19 +250,21 @@ export class Server implements vscode.Disposable {
     });
   }
 
-  private options(server: ServerCommand): LanguageClientOptions {
+  private options(init: Record<string, unknown>): LanguageClientOptions {
     return {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
-      initializationOptions: serverSettings(),
+      initializationOptions: init,
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationFailedHandler: () => false, // start() then rejects, and reports it
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
-        closed: () => this.closed(server),
+        closed: () => this.closed(),
       },
       middleware: {
         provideInlineCompletionItems: async (document, position, context, token, next) => {
+          // specLsp.autoTrigger false: only an explicit request (spec-lsp: Suggest here, Alt+\) asks.
+          if (manualOnly() && context.triggerKind === vscode.InlineCompletionTriggerKind.Automatic) return null;
           const version = document.version;
           const result = await next(document, position, context, token);
           // A remote engine's failure or recovery shows only in spec-lsp/status (the server sends
@@ -224,7 +289,7 @@ export class Server implements vscode.Disposable {
     };
   }
 
-  private closed(server: ServerCommand): { action: CloseAction; handled: boolean } {
+  private closed(): { action: CloseAction; handled: boolean } {
     if (this.stopping || this.starting) return { action: CloseAction.DoNotRestart, handled: true };
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < 180_000), now];
@@ -232,7 +297,8 @@ export class Server implements vscode.Disposable {
       this.output.warn("the server exited; restarting it");
       return { action: CloseAction.Restart, handled: true };
     }
-    void this.reportFailure(server, new Error("the server process exited"));
+    const why = this.shared ? "it closed the connection (a wrong or missing token, or another editor connected?)" : "the server process exited";
+    void this.reportFailure(new Error(why));
     return { action: CloseAction.DoNotRestart, handled: true };
   }
 
@@ -241,15 +307,17 @@ export class Server implements vscode.Disposable {
    * stderr line can say why, then tells the user. "close", not "exit": a process can exit before
    * Node has read what it wrote, and the client's own error (a write to the closed stdin) says nothing.
    */
-  private async reportFailure(server: ServerCommand, err: unknown): Promise<void> {
-    const closed = this.childClosed;
+  private async reportFailure(err: unknown): Promise<void> {
+    const closed = this.shared ? undefined : this.childClosed;
     if (closed) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))]);
       clearTimeout(timer);
     }
-    const why = this.stderrTail.at(-1) ?? (err instanceof Error ? err.message : String(err));
-    this.fail(`spec-lsp: the server (${server.command}, from ${server.origin}) did not start: ${why}. ${FIX}`);
+    const tail = this.shared ? undefined : this.stderrTail.at(-1);
+    const why = tail ?? (err instanceof Error ? err.message : String(err));
+    const what = this.shared ? `could not use ${this.where}` : `the server (${this.where}) did not start`;
+    this.fail(`spec-lsp: ${what}: ${why}. ${this.shared ? SHARED_FIX : FIX}`);
   }
 
   /** One notification per start attempt, with the fix; the details go to the output channel. */

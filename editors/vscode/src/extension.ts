@@ -1,12 +1,33 @@
 // Entry point: wires the settings, the server, the status bar and the stats view to VS Code.
 // No model logic lives here; everything about suggestions comes from the spec-lsp server over LSP.
 import * as vscode from "vscode";
-import { needsRestart, recordPath } from "./config";
+import { type Consent, needsRestart, recordPath, resolveServer } from "./config";
 import { Server } from "./client";
+import { pickPreset, showMenu, toggleActiveLanguage, toggleAutoTrigger } from "./menu";
 import { StatusItem } from "./status";
 import { SCHEME, STATS_URI, StatsView } from "./statsView";
 
 let server: Server | undefined;
+
+/** "Run this workspace's own spec-lsp?": asked once per workspace, the answer kept there. */
+function workspaceConsent(state: vscode.Memento): Consent {
+  const key = (exe: string) => `spec-lsp.runWorkspaceServer:${exe}`;
+  return {
+    get: (exe) => state.get<boolean>(key(exe)),
+    ask: async (exe) => {
+      const run = "Run it";
+      const pick = await vscode.window.showWarningMessage(
+        `This workspace has its own spec-lsp: ${exe}. Run it? It runs as you, with your rights. ` +
+          "(Set specLsp.serverPath in your user settings to choose a server yourself.)",
+        run,
+        "Don't run it",
+      );
+      if (pick === undefined) return false; // dismissed: ask again next time
+      await state.update(key(exe), pick === run);
+      return pick === run;
+    },
+  };
+}
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel("spec-lsp", { log: true });
@@ -14,9 +35,15 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = new StatsView();
   let recording: string | undefined;
   const statsOpen = () => vscode.workspace.textDocuments.some((d) => d.uri.toString() === STATS_URI.toString());
-  const srv = new Server(output, status, () => {
-    if (statsOpen()) view.update(srv.lastStatus, srv.lastStats);
-  });
+  const consent = workspaceConsent(context.workspaceState);
+  const srv = new Server(
+    output,
+    status,
+    () => {
+      if (statsOpen()) view.update(srv.lastStatus, srv.lastStats);
+    },
+    consent,
+  );
   server = srv;
 
   const showStats = async () => {
@@ -38,6 +65,10 @@ export function activate(context: vscode.ExtensionContext): void {
   };
 
   const record = async () => {
+    if (srv.shared) {
+      void vscode.window.showErrorMessage("spec-lsp: recording needs a server the extension starts; clear specLsp.server.address first.");
+      return;
+    }
     if (recording) {
       const file = recording;
       recording = undefined;
@@ -64,10 +95,16 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("spec-lsp.toggle", toggle),
     vscode.commands.registerCommand("spec-lsp.restart", () => srv.restart(recording)),
     vscode.commands.registerCommand("spec-lsp.recordSession", record),
+    vscode.commands.registerCommand("spec-lsp.menu", showMenu),
+    vscode.commands.registerCommand("spec-lsp.toggleLanguage", toggleActiveLanguage),
+    vscode.commands.registerCommand("spec-lsp.toggleAutoTrigger", toggleAutoTrigger),
+    vscode.commands.registerCommand("spec-lsp.pickPreset", () => pickPreset(() => resolveServer(consent))),
+    vscode.commands.registerCommand("spec-lsp.showLog", () => output.show()),
+    vscode.commands.registerCommand("spec-lsp.suggest", () => vscode.commands.executeCommand("editor.action.inlineSuggest.trigger")),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration("specLsp")) return;
       if (needsRestart(e)) void srv.restart(recording);
-      else srv.configurationChanged();
+      else srv.configurationChanged(recording);
     }),
   );
   void srv.start(); // not awaited: activation must not wait on the server

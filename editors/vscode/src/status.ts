@@ -1,7 +1,7 @@
 // The status bar item: model loading progress, then the last suggestion's latency and acceptance,
 // or why a remote engine fails. It only renders what it is told (statusText.ts picks the words);
 // client.ts feeds it from $/progress, spec-lsp/status and spec-lsp/stats. Clicking it runs
-// spec-lsp.showStats.
+// spec-lsp.menu (stats, on/off, this language, preset, log, restart).
 import * as vscode from "vscode";
 import type { Stats, Status } from "./protocol";
 import { describe } from "./statusText";
@@ -17,7 +17,7 @@ export class StatusItem implements vscode.Disposable {
   constructor() {
     this.item = vscode.window.createStatusBarItem("spec-lsp.status", vscode.StatusBarAlignment.Right, 100);
     this.item.name = "spec-lsp";
-    this.item.command = "spec-lsp.showStats";
+    this.item.command = "spec-lsp.menu";
     this.render();
     this.item.show();
   }
@@ -70,7 +70,7 @@ export class StatusItem implements vscode.Disposable {
     this.item.text = rec + text;
     const lines = [tooltip];
     if (this.recording) lines.push(`Recording this session to ${this.recording}`);
-    lines.push("Click for spec-lsp stats");
+    lines.push("Click for the spec-lsp menu");
     this.item.tooltip = lines.join("\n");
     this.item.backgroundColor = severity ? new vscode.ThemeColor(`statusBarItem.${severity}Background`) : undefined;
   }

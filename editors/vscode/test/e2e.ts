@@ -2,8 +2,10 @@
 // real spec-lsp server, driven by Debian's chromium through playwright-core.
 //
 // It opens a Python file, types, waits for ghost text, accepts it with Tab and checks the saved
-// file, then checks the status bar and the stats view, a partial accept, cycling alternatives with
-// Alt+] / Alt+[, recording, and a broken server. Every wait is bounded; on failure it saves
+// file, then checks the status bar and its menu's stats view, a partial accept, cycling
+// alternatives with Alt+] / Alt+[, accepting the next line with Alt+Down, the menu's per-language
+// switch, the manual-only switch (specLsp.autoTrigger), recording (outside the workspace), a
+// shared server over TCP with its token, and a broken server. The workspace's own settings name a server that must not run (machine scope). Every wait is bounded; on failure it saves
 // a screenshot and the logs under $SPEC_LSP_E2E_OUT. Exit code 0 on success, 1 on failure.
 //
 // Environment (tests/editors/test_vscode_e2e.py sets it from editors/vscode/.setup.json):
@@ -114,6 +116,10 @@ def mean(values):
 `;
 /** Typed at the end of SOURCE, character by character, as a person would. */
 const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
+/** Typed in a new function to take its first line with Alt+Down (one a try). */
+const LINE_TYPED = ["\n\n\ndef head(values):\n    first = ", "\n\n\ndef tail(values):\n    last = "];
+/** Typed with specLsp.autoTrigger false (one a try): nothing is asked until spec-lsp: Suggest here. */
+const MANUAL_TYPED = ["\n\n\ndef middle(values):\n    return ", "\n\n\ndef mode(values):\n    return "];
 /** Typed in a new function to cycle its alternatives with Alt+] / Alt+[ (one a try). */
 const CYCLE_TYPED = ["\n\n\ndef total(values):\n    return ", "\n\n\ndef count(values):\n    n = "];
 /** Typed after the accepted suggestion, to take part of the next one with Ctrl+Right (one a try). */
@@ -157,9 +163,46 @@ function settings(out: string): object {
   };
 }
 
+/**
+ * Writes the user's settings. The machine-scoped ones (the server's path and arguments) also go to
+ * code-server's machine settings, where VS Code reads them in a remote window such as code-server's.
+ */
+function writeSettings(user: string, values: object): void {
+  fs.mkdirSync(path.join(user, "User"), { recursive: true });
+  fs.mkdirSync(path.join(user, "Machine"), { recursive: true });
+  fs.writeFileSync(path.join(user, "User", "settings.json"), JSON.stringify(values, null, 2));
+  const machine = Object.fromEntries(Object.entries(values).filter(([k]) => MACHINE.includes(k)));
+  fs.writeFileSync(path.join(user, "Machine", "settings.json"), JSON.stringify(machine, null, 2));
+}
+const MACHINE = ["specLsp.serverPath", "specLsp.serverArgs", "specLsp.server.address", "specLsp.server.tokenFile", "specLsp.recordDirectory"];
+
 // --- processes -----------------------------------------------------------------------------------
 
 let codeServer: cp.ChildProcess | undefined;
+/** A shared `spec-lsp serve --tcp` for the shared-server phase. */
+let sharedServer: cp.ChildProcess | undefined;
+
+/** $XDG_RUNTIME_DIR for code-server (so the extension) and the shared server: where its token goes. */
+function runtimeDir(): string {
+  const dir = path.join(tmp, "run");
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+/** Starts `spec-lsp serve --tcp 127.0.0.1:0`, which writes its token under runtimeDir(); its address. */
+async function startSharedServer(logFile: string): Promise<string> {
+  const args = ["serve", "--tcp", "127.0.0.1:0", "--preset", PRESET, "--device", "cpu", "--log-file", logFile];
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_RUNTIME_DIR: runtimeDir() };
+  delete env.SPEC_LSP_TOKEN; // the server makes a token and writes it where the extension looks
+  const child = cp.spawn(SERVER, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+  sharedServer = child;
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  return until("the shared server to listen", 60, () => {
+    if (child.exitCode !== null) throw new Error(`spec-lsp serve --tcp exited ${child.exitCode}: ${stderr}`);
+    return Promise.resolve(/listening on (\S+)/.exec(stderr)?.[1]);
+  });
+}
 let context: BrowserContext | undefined;
 let page: Page | undefined;
 let tmp = "";
@@ -194,12 +237,21 @@ async function startCodeServer(): Promise<string> {
   const workspace = path.join(tmp, "workspace");
   fs.mkdirSync(path.join(user, "User"), { recursive: true });
   fs.mkdirSync(workspace, { recursive: true });
-  fs.writeFileSync(path.join(user, "User", "settings.json"), JSON.stringify(settings(OUT), null, 2));
+  writeSettings(user, settings(OUT));
   fs.writeFileSync(path.join(workspace, "stats.py"), SOURCE);
+  // A repository's own settings that would run its code or write into it: the extension must
+  // ignore them (machine-scoped), or the server would not start and nothing below would pass.
+  fs.mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
+  const evil = path.join(workspace, "evil.sh");
+  fs.writeFileSync(evil, '#!/bin/sh\ntouch "$(dirname "$0")/evil-ran"\nexit 1\n', { mode: 0o755 });
+  fs.writeFileSync(
+    path.join(workspace, ".vscode", "settings.json"),
+    JSON.stringify({ "specLsp.serverPath": evil, "specLsp.serverArgs": ["--evil"], "specLsp.recordDirectory": "${workspaceFolder}/rec" }),
+  );
   const config = path.join(tmp, "config.yaml");
   fs.writeFileSync(config, "auth: none\ncert: false\n");
   // code-server needs the Node it was built for (ours runs this script) first on PATH.
-  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}` };
+  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`, XDG_RUNTIME_DIR: runtimeDir() };
   const dirs = ["--config", config, "--user-data-dir", user, "--extensions-dir", exts];
   runChecked(CODE_SERVER, [...dirs, "--install-extension", VSIX, "--force"], env, 120);
 
@@ -304,13 +356,20 @@ async function editorLines(p: Page): Promise<string[]> {
   return texts.map(clean);
 }
 
+/** Clicks the status bar item and picks the menu entry whose label contains `entry`. */
+async function menu(p: Page, entry: string): Promise<void> {
+  await p.locator(STATUS_ITEM).click({ timeout: 10_000 });
+  await p.locator(".quick-input-list .monaco-list-row", { hasText: entry }).first().click({ timeout: 10_000 });
+}
+
 /**
- * Opens the stats view from the status bar until one of its lines matches `want`. Each click also
- * fetches the stats again, so a count that reached the server after the view was drawn shows up.
+ * Opens the stats view from the status bar's menu until one of its lines matches `want`. Each
+ * opening fetches the stats again, so a count that reached the server after the view was drawn
+ * shows up.
  */
 async function statsViewWith(p: Page, what: string, want: RegExp): Promise<string[]> {
   return retry(`the stats view to list ${what}`, 3, async () => {
-    await p.locator(STATUS_ITEM).click({ timeout: 10_000 });
+    await menu(p, "Show stats");
     await p.locator(".tab.active", { hasText: "spec-lsp stats" }).waitFor({ timeout: 20_000 });
     return until(`the stats view to list ${what}`, 15, async () => {
       const lines = await editorLines(p);
@@ -319,9 +378,20 @@ async function statsViewWith(p: Page, what: string, want: RegExp): Promise<strin
   });
 }
 
-/** The recorded session files under the workspace (the extension's default record directory). */
+/** The requests the server counted, from the stats view. */
+async function requestCount(p: Page): Promise<number> {
+  const lines = await statsViewWith(p, "the requests", /^\s*requests\s+\d+$/);
+  return Number(/\d+/.exec(lines.find((l) => /^\s*requests\s+\d+$/.test(l)) ?? "")?.[0]);
+}
+
+/** The user settings file, as VS Code keeps it (the extension's updates land here). */
+function userSettings(): Record<string, unknown> {
+  return JSON.parse(fs.readFileSync(path.join(tmp, "user-data", "User", "settings.json"), "utf8")) as Record<string, unknown>;
+}
+
+/** The recorded session files in the extension's global storage (its default record directory). */
 function sessionFiles(): string[] {
-  const dir = path.join(tmp, "workspace", ".spec-lsp", "sessions");
+  const dir = path.join(tmp, "user-data", "User", "globalStorage", "spec-lsp.spec-lsp", "sessions");
   return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(dir, f)) : [];
 }
 
@@ -344,6 +414,16 @@ interface Cycle {
 
 interface Result {
   ghost: string;
+  /** The ghost text's first line, and the line Alt+Down left in the file. */
+  nextLine: { ghost: string; line: string };
+  /** specLsp.enabledLanguages after the menu's "Disable for python", and after "Enable for python". */
+  languageSwitch: unknown[];
+  /** Requests the server counted for typing with autoTrigger off, then Suggest here (1), and its ghost. */
+  manual: { asked: number; ghost: string };
+  /** The shared server phase: its address, the ghost text it gave, whether its token was logged. */
+  shared: { address: string; ghost: string; tokenInLog: boolean };
+  /** What the workspace's own settings left in the workspace (nothing, they are ignored). */
+  workspaceLeftovers: string[];
   statusBar: string;
   statsLines: string[];
   partialLines: string[];
@@ -480,6 +560,66 @@ async function run(): Promise<Result> {
     }),
   );
 
+  const nextLine = await phase("accept the next line with Alt+Down", () =>
+    retry("accepting the next line", LINE_TYPED.length, async (i) => {
+      await openFile(p, "stats.py");
+      await p.keyboard.press("Control+End");
+      await p.keyboard.type(LINE_TYPED[i - 1], { delay: 40 });
+      const ghost = await stableGhost(p, "ghost text to take a line of");
+      await p.keyboard.press("Alt+ArrowDown");
+      await p.keyboard.press("Escape");
+      await p.keyboard.press("Control+S");
+      const file = path.join(tmp, "workspace", "stats.py");
+      const typedLine = LINE_TYPED[i - 1].split("\n").at(-1) ?? "";
+      const line = await until(`stats.py to hold the typed line plus the ghost's first line ${JSON.stringify(ghost)}`, 15, () => {
+        const text = fs.readFileSync(file, "utf8");
+        const last = text.slice(text.lastIndexOf(LINE_TYPED[i - 1]) + LINE_TYPED[i - 1].length - typedLine.length).split("\n")[0];
+        return Promise.resolve(last === typedLine + ghost ? last : undefined);
+      });
+      return { ghost, line };
+    }),
+  );
+
+  const languageSwitch = await phase("the menu switches python off and on (specLsp.enabledLanguages)", async () => {
+    await openFile(p, "stats.py");
+    const seen: unknown[] = [];
+    for (const [entry, want] of [["Disable for python", '["*","!python"]'], ["Enable for python", '["*"]']] as const) {
+      await retry(entry, 3, async () => {
+        await menu(p, entry);
+        seen.push(
+          await until(`enabledLanguages ${want} in the user settings`, 15, () => {
+            const value = userSettings()["specLsp.enabledLanguages"];
+            return Promise.resolve(JSON.stringify(value) === want ? value : undefined);
+          }),
+        );
+      });
+      await openFile(p, "stats.py"); // the menu leaves the focus on the editor, make sure of it
+    }
+    return seen;
+  });
+
+  // Typing with autoTrigger off (the menu's "Suggest only on request") asks nothing, and
+  // "spec-lsp: Suggest here" asks once: the server counts exactly one request.
+  const manual = await phase("with autoTrigger off only spec-lsp: Suggest here asks", async () => {
+    await menu(p, "Suggest only on request");
+    await until("autoTrigger false in the user settings", 15, () => Promise.resolve(userSettings()["specLsp.autoTrigger"] === false ? true : undefined));
+    const result = await retry("a manual request", MANUAL_TYPED.length, async (i) => {
+      const before = await requestCount(p);
+      await openFile(p, "stats.py");
+      await p.keyboard.press("Control+End");
+      await p.keyboard.type(MANUAL_TYPED[i - 1], { delay: 40 });
+      await runCommand(p, "spec-lsp: Suggest here");
+      const ghost = await stableGhost(p, "ghost text after spec-lsp: Suggest here");
+      await p.keyboard.press("Escape");
+      const asked = (await requestCount(p)) - before;
+      if (asked !== 1) throw new Error(`typing and spec-lsp: Suggest here made ${asked} requests, not 1`);
+      return { asked, ghost };
+    });
+    await menu(p, "Suggest while typing");
+    await until("autoTrigger true in the user settings", 15, () => Promise.resolve(userSettings()["specLsp.autoTrigger"] === true ? true : undefined));
+    return result;
+  });
+
   const session = await phase("record a session through spec-lsp record", async () => {
     await runCommand(p, "spec-lsp: Record a typing session");
     await waitReady(p);
@@ -505,13 +645,39 @@ async function run(): Promise<Result> {
   });
   log(`session: ${session}`);
 
+  // One server for several windows: `spec-lsp serve --tcp` started apart, the extension pointed at
+  // it by specLsp.server.address alone (its token read from the file the server wrote).
+  const shared = await phase("connect to a shared server (spec-lsp serve --tcp) with its token", async () => {
+    const logFile = path.join(OUT, "shared-server.log");
+    const address = await startSharedServer(logFile);
+    // A fresh window reads the new settings (a settings file written behind VS Code's back may
+    // not be noticed at once).
+    await p.goto("about:blank");
+    writeSettings(path.join(tmp, "user-data"), { ...userSettings(), ...settings(OUT), "specLsp.server.address": address });
+    await p.goto(url, { timeout: 120_000 });
+    await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
+    await openFile(p, "stats.py");
+    await until("the shared server to take the extension's connection", 60, () =>
+      Promise.resolve(fs.existsSync(logFile) && /client \S+ connected/.test(fs.readFileSync(logFile, "utf8")) ? true : undefined),
+    );
+    await waitReady(p);
+    await openFile(p, "stats.py");
+    await p.keyboard.press("Control+End");
+    await p.keyboard.type("\n\n\ndef shared(values):\n    return ", { delay: 40 });
+    const ghost = await stableGhost(p, "ghost text from the shared server");
+    await p.keyboard.press("Escape");
+    const token = fs.readFileSync(path.join(runtimeDir(), "spec-lsp", `${address.split(":").at(-1)}.token`), "utf8").trim();
+    const leaked = fs.readFileSync(logFile, "utf8").includes(token);
+    return { address, ghost, tokenInLog: leaked };
+  });
+  log(`shared server: ${JSON.stringify(shared)}`);
+
   const failure = await phase("a broken server gives one notification with the fix", async () => {
     const broken = path.join(tmp, "broken-spec-lsp");
     fs.writeFileSync(broken, '#!/bin/sh\necho "ImportError: pretend the venv is broken" >&2\nexit 1\n', { mode: 0o755 });
-    const file = path.join(tmp, "user-data", "User", "settings.json");
     // Close the window, break the setting, open a fresh window: as after an install gone wrong.
     await p.goto("about:blank");
-    fs.writeFileSync(file, JSON.stringify({ ...settings(OUT), "specLsp.serverPath": broken }, null, 2));
+    writeSettings(path.join(tmp, "user-data"), { ...settings(OUT), "specLsp.serverPath": broken });
     await p.goto(url, { timeout: 120_000 });
     await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
     const toasts = p.locator(".notification-toast", { hasText: "spec-lsp" });
@@ -529,7 +695,8 @@ async function run(): Promise<Result> {
     return first[0];
   });
   log(`notification: ${JSON.stringify(failure)}`);
-  return { ghost, statusBar, statsLines, partialLines, cycle, session, failure };
+  const workspaceLeftovers = fs.readdirSync(path.join(tmp, "workspace")).filter((f) => !["stats.py", ".vscode", "evil.sh"].includes(f));
+  return { ghost, nextLine, languageSwitch, manual, shared, workspaceLeftovers, statusBar, statsLines, partialLines, cycle, session, failure };
 }
 
 /** On failure: what the window looked like, and every log that could say why. */
@@ -555,6 +722,8 @@ async function saveEvidence(): Promise<void> {
 }
 
 async function cleanup(): Promise<void> {
+  sharedServer?.kill("SIGTERM");
+  sharedServer = undefined;
   await context?.close().catch(() => undefined);
   context = undefined;
   await stopCodeServer();

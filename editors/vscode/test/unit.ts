@@ -3,6 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Stats, Status } from "../src/protocol";
+import { chooseServer, parseAddress, tokenSource } from "../src/serverChoice";
+import { type Inspected, languageOn, removedKeys, setSettings, setValue, toggleLanguage } from "../src/settingsWire";
 import { describe } from "../src/statusText";
 
 const READY: Status = {
@@ -63,4 +65,69 @@ void test("turned off and loading say so, whatever the engine", () => {
   assert.equal(say({ ...DOWN, state: "disabled" }).text, "$(circle-slash) spec-lsp off");
   assert.equal(say({ ...DOWN, state: "loading" }).text, "$(loading~spin) spec-lsp loading");
   assert.equal(say(undefined).text, "$(loading~spin) spec-lsp starting");
+});
+
+// --- which settings are sent (settingsWire.ts) ---------------------------------------------------
+
+void test("only the settings the user set are sent, so serverArgs' --preset is not overridden", () => {
+  const inspected: Record<string, Inspected> = {
+    preset: {}, // left at its default: not sent
+    maxTokens: { globalValue: 32 },
+    partialMs: { globalValue: 0, workspaceValue: 250 },
+  };
+  const sent = setSettings(["preset", "maxTokens", "partialMs", "prefetch"], (k) => inspected[k]);
+  assert.deepEqual(sent, { maxTokens: 32, partialMs: 250 });
+});
+
+void test("in an untrusted workspace a restricted setting takes the user's value only", () => {
+  const inspect = (): Inspected => ({ globalValue: "coder", workspaceValue: "remote-vllm-qwen2.5-coder-7b" });
+  assert.deepEqual(setSettings(["preset"], inspect, new Set(["preset"]), false), { preset: "coder" });
+  assert.deepEqual(setSettings(["preset"], inspect, new Set(["preset"]), true), { preset: "remote-vllm-qwen2.5-coder-7b" });
+  assert.equal(setValue({ workspaceValue: "x" }, false), undefined);
+});
+
+void test("a setting removed since the last send is found (the server restarts for it)", () => {
+  assert.deepEqual(removedKeys({ preset: "tiny", maxTokens: 8 }, { maxTokens: 16 }), ["preset"]);
+  assert.deepEqual(removedKeys({ maxTokens: 8 }, { maxTokens: 16, preset: "x" }), []);
+});
+
+void test("a language is switched off with !id under *, and back on", () => {
+  assert.deepEqual(toggleLanguage(["*"], "markdown"), ["*", "!markdown"]);
+  assert.equal(languageOn(["*", "!markdown"], "markdown"), false);
+  assert.deepEqual(toggleLanguage(["*", "!markdown"], "markdown"), ["*"]);
+  assert.deepEqual(toggleLanguage(["python"], "python"), []);
+  assert.deepEqual(toggleLanguage(["python"], "rust"), ["python", "rust"]);
+});
+
+// --- which server runs (serverChoice.ts) ---------------------------------------------------------
+
+const VENV = "/w/.venv/bin/spec-lsp";
+
+void test("a workspace's .venv runs only with the user's consent, after the setting and PATH", () => {
+  const none = { setting: "", onPath: undefined, workspaceVenvs: [VENV] };
+  assert.deepEqual(chooseServer(none, () => false), { asked: [VENV] });
+  assert.equal(chooseServer(none, (exe) => exe === VENV).server?.command, VENV);
+  const onPath = { ...none, onPath: "/usr/bin/spec-lsp" };
+  assert.equal(chooseServer(onPath, () => true).server?.command, "/usr/bin/spec-lsp");
+  const set = { ...onPath, setting: "/opt/py/bin/python3.12" };
+  assert.deepEqual(chooseServer(set, () => true).server?.prefix, ["-m", "spec_lsp.cli"]);
+});
+
+void test("a shared server's address is HOST:PORT, [IPv6]:PORT or a socket path", () => {
+  assert.deepEqual(parseAddress("127.0.0.1:7777"), { host: "127.0.0.1", port: 7777 });
+  assert.deepEqual(parseAddress(":7777"), { host: "127.0.0.1", port: 7777 });
+  assert.deepEqual(parseAddress("[::1]:7777"), { host: "::1", port: 7777 });
+  assert.deepEqual(parseAddress("/run/user/1/spec.sock"), { socket: "/run/user/1/spec.sock" });
+  assert.deepEqual(parseAddress("unix:/tmp/s"), { socket: "/tmp/s" });
+  assert.throws(() => parseAddress("localhost"), /HOST:PORT/);
+  assert.throws(() => parseAddress("h:99999"), /HOST:PORT/);
+});
+
+void test("the token comes from the setting, else SPEC_LSP_TOKEN, else the file serve writes", () => {
+  const tcp = { host: "127.0.0.1", port: 7777 };
+  assert.deepEqual(tokenSource(tcp, "/t", { SPEC_LSP_TOKEN: "x" }, "/h"), { file: "/t" });
+  assert.deepEqual(tokenSource(tcp, "", { SPEC_LSP_TOKEN: "x" }, "/h"), { value: "x" });
+  assert.deepEqual(tokenSource(tcp, "", { XDG_RUNTIME_DIR: "/run/user/1" }, "/h"), { file: "/run/user/1/spec-lsp/7777.token" });
+  assert.deepEqual(tokenSource(tcp, "", {}, "/h"), { file: "/h/.cache/spec-lsp/run/7777.token" });
+  assert.equal(tokenSource({ socket: "/s" }, "", {}, "/h"), undefined);
 });

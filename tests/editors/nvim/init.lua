@@ -9,7 +9,16 @@ local ok, err = xpcall(function()
   vim.o.swapfile = false
   vim.o.columns = 100
   vim.o.lines = 30
-  require("spec_lsp").setup(spec.setup)
+  if spec.prior_tab then
+    -- an insert-mode <Tab> mapped before spec-lsp's setup, as nvim-cmp or a snippet plugin does
+    vim.keymap.set("i", "<Tab>", function()
+      vim.g.spec_lsp_fallback = (vim.g.spec_lsp_fallback or 0) + 1
+      return "FALLBACK"
+    end, { expr = true })
+  end
+  if spec.setup ~= vim.NIL then -- vim.NIL: no setup{}, the scenario configures Neovim itself
+    require("spec_lsp").setup(spec.setup)
+  end
 end, debug.traceback)
 
 if not ok then

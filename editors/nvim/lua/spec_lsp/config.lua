@@ -10,10 +10,23 @@ local M = {}
 ---@field dismiss string|false      hide the suggestion until the next edit
 ---@field next string|false         show the next suggestion
 ---@field prev string|false         show the previous suggestion
+---@field trigger string|false      ask for a suggestion here (the way to get one with auto_trigger off)
+
+---@class spec_lsp.Server
+---@field tcp string|nil          HOST:PORT of a shared `spec-lsp serve --tcp HOST:PORT`
+---@field socket string|nil       path of a shared `spec-lsp serve --socket PATH`
+---@field token string|nil        the server's token
+---@field token_file string|nil   a file holding it; default: $SPEC_LSP_TOKEN, else the file
+---                               `spec-lsp serve --tcp` writes ($XDG_RUNTIME_DIR/spec-lsp/PORT.token)
 
 ---@class spec_lsp.Config
----@field cmd string[]|nil          server command; nil: `spec-lsp serve` from PATH, else a `.venv`
+---@field cmd string[]|nil          server command; nil: `spec-lsp serve` from PATH, else the
+---                                 `.venv` of the checkout this plugin lives in
+---@field server spec_lsp.Server|nil  connect to a shared server instead of starting one
+---@field workspace_venv boolean    also try `<project root>/.venv/bin/spec-lsp` (runs that project's code)
 ---@field filetypes string[]        filetypes to attach to; `{ "*" }` for every file buffer
+---@field exclude_filetypes string[]  filetypes never attached to, even with `"*"`
+---@field auto_trigger boolean      suggest while typing; false: only on the `trigger` key
 ---@field keys spec_lsp.Keys        insert-mode keys; `false` leaves a key unmapped
 ---@field init_options table        server options (docs/protocol.md), sent as initializationOptions
 ---@field ui "auto"|"builtin"|"virtual_text"  auto: `vim.lsp.inline_completion` on 0.12+, else own virtual text
@@ -24,10 +37,11 @@ local M = {}
 ---@type spec_lsp.Config
 M.defaults = {
   cmd = nil,
-  filetypes = {
-    "python", "lua", "javascript", "javascriptreact", "typescript", "typescriptreact",
-    "rust", "go", "java", "c", "cpp", "sh",
-  },
+  server = nil,
+  workspace_venv = false,
+  filetypes = { "*" },
+  exclude_filetypes = { "help", "gitcommit", "gitrebase", "hgcommit", "svn", "cvs" },
+  auto_trigger = true,
   keys = {
     accept = "<Tab>",
     accept_word = "<M-Right>",
@@ -35,6 +49,7 @@ M.defaults = {
     dismiss = "<C-]>",
     next = "<M-]>",
     prev = "<M-[>",
+    trigger = "<M-\\>",
   },
   init_options = {},
   ui = "auto",
@@ -54,8 +69,27 @@ local checks = {
   cmd = function(v)
     return v == nil or (vim.islist(v) and #v > 0), "a non-empty list of strings"
   end,
+  server = function(v)
+    if v == nil then
+      return true
+    end
+    local ok = type(v) == "table"
+      and (type(v.tcp) == "string") ~= (type(v.socket) == "string")
+      and (v.token == nil or type(v.token) == "string")
+      and (v.token_file == nil or type(v.token_file) == "string")
+    return ok, "{ tcp = \"HOST:PORT\" } or { socket = PATH }, with an optional token or token_file"
+  end,
+  workspace_venv = function(v)
+    return type(v) == "boolean", "true or false"
+  end,
   filetypes = function(v)
     return vim.islist(v), "a list of filetypes"
+  end,
+  exclude_filetypes = function(v)
+    return vim.islist(v), "a list of filetypes"
+  end,
+  auto_trigger = function(v)
+    return type(v) == "boolean", "true or false"
   end,
   keys = function(v)
     if type(v) ~= "table" then

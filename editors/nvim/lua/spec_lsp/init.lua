@@ -4,11 +4,13 @@
 ---
 --- This module wires the parts together: options (config), the client (lsp), keys and accepts
 --- (suggestion), the ghost text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), the
---- commands, and `:checkhealth spec_lsp` (health).
+--- server's state (status: the statusline, `:SpecLsp status`), the commands, and
+--- `:checkhealth spec_lsp` (health).
 
 local api = vim.api
 local config = require("spec_lsp.config")
 local lsp = require("spec_lsp.lsp")
+local status = require("spec_lsp.status")
 local suggestion = require("spec_lsp.suggestion")
 
 local M = {}
@@ -21,6 +23,16 @@ M.accept = suggestion.accept
 M.dismiss = suggestion.dismiss
 M.select = suggestion.select
 M.visible = suggestion.visible
+--- Ask for a suggestion at the cursor now (the way to get one with `auto_trigger = false`).
+M.trigger = suggestion.trigger
+
+--- The statusline text: "" when no spec-lsp server runs, else e.g. "spec-lsp coder",
+--- "spec-lsp loading 40%", "spec-lsp off", "spec-lsp failed", "spec-lsp engine down". >lua
+---   vim.o.statusline = "%f %= %{v:lua.require'spec_lsp'.statusline()}"
+---@return string
+function M.statusline()
+  return status.text(lsp.client() ~= nil, M.enabled)
+end
 
 ---@param client vim.lsp.Client
 ---@param bufnr integer
@@ -28,6 +40,7 @@ local function on_attach(client, bufnr)
   suggestion.ui.attach(bufnr, client)
   suggestion.ui.enable(client, M.enabled)
   suggestion.map_keys(bufnr)
+  status.refresh(client)
 end
 
 --- Turn suggestions on or off (nil: flip), in this Neovim and in the server.
@@ -41,7 +54,9 @@ function M.toggle(enabled)
   if client then
     suggestion.ui.enable(client, enabled)
     lsp.configure({ enabled = enabled })
+    status.refresh(client)
   end
+  pcall(vim.cmd.redrawstatus)
   vim.notify("spec-lsp: suggestions " .. (enabled and "on" or "off"), vim.log.levels.INFO)
 end
 
@@ -62,13 +77,68 @@ function M.stats(callback)
   require("spec_lsp.stats").show(callback)
 end
 
+--- `:SpecLsp status`: the server's model, state and last error, as a message.
+function M.status()
+  status.refresh(lsp.client(), function(s, err)
+    local lines = s and status.describe(s) or { "spec-lsp: " .. tostring(err) }
+    vim.notify(table.concat(lines, "\n"), vim.log.levels.INFO)
+  end)
+end
+
+--- `:SpecLsp log`: the server's log file in a split (its `--log-file`, else Neovim's LSP log).
+function M.log()
+  vim.cmd("split " .. vim.fn.fnameescape(lsp.log_file()))
+end
+
+--- `:SpecLsp {sub}`: each subcommand and what it runs.
+local subcommands = {
+  status = M.status,
+  restart = function()
+    lsp.restart()
+  end,
+  log = M.log,
+  toggle = function()
+    M.toggle()
+  end,
+  stats = function()
+    M.stats()
+  end,
+  record = function(arg)
+    M.record(arg)
+  end,
+}
+
 local function create_commands()
+  api.nvim_create_user_command("SpecLsp", function(cmd)
+    local sub, arg = cmd.fargs[1], cmd.fargs[2]
+    local run = subcommands[sub or ""]
+    if not run then
+      local names = table.concat(vim.tbl_keys(subcommands), "|")
+      local msg = ("spec-lsp: :SpecLsp %s, not %q"):format(names, tostring(sub))
+      vim.notify(msg, vim.log.levels.ERROR)
+      return
+    end
+    run(arg)
+  end, {
+    nargs = "+",
+    desc = "spec-lsp: status, restart, log, toggle, stats, record [file]",
+    complete = function(lead, line)
+      if line:match("^%s*%S+%s+record%s+") then
+        return vim.fn.getcompletion(lead, "file")
+      end
+      local names = vim.tbl_keys(subcommands)
+      table.sort(names)
+      return vim.tbl_filter(function(n)
+        return vim.startswith(n, lead)
+      end, names)
+    end,
+  })
   api.nvim_create_user_command("SpecLspStats", function()
     M.stats()
-  end, { desc = "Show spec-lsp's stats in a float" })
+  end, { desc = "Show spec-lsp's stats in a float (also :SpecLsp stats)" })
   api.nvim_create_user_command("SpecLspToggle", function()
     M.toggle()
-  end, { desc = "Turn spec-lsp suggestions on or off" })
+  end, { desc = "Turn spec-lsp suggestions on or off (also :SpecLsp toggle)" })
   api.nvim_create_user_command("SpecLspRecord", function(cmd)
     M.record(cmd.args)
   end, {
@@ -99,6 +169,19 @@ function M.setup(opts)
       local client = vim.lsp.get_client_by_id(ev.data.client_id)
       if client and client.name == lsp.name then
         on_attach(client, ev.buf)
+      end
+    end,
+  })
+  api.nvim_create_autocmd("LspProgress", {
+    group = group,
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      local value = ev.data.params and ev.data.params.value
+      if client and client.name == lsp.name and type(value) == "table" then
+        status.on_progress(value)
+        if value.kind == "end" then
+          status.refresh(client)
+        end
       end
     end,
   })

@@ -13,14 +13,21 @@ M.recording = nil
 -- editors/nvim, whose ../../.venv is the spec-lsp checkout's own environment
 local plugin_root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h:h:h")
 
---- `spec-lsp serve` from PATH, else from the project's or this checkout's `.venv`.
+--- `spec-lsp serve` from PATH, else from this plugin's checkout's `.venv`. A project's own
+--- `.venv/bin/spec-lsp` (`root`, or the current directory) only with `workspace_venv = true`: it
+--- would run that project's code, so opening a repository must not start it.
+---@param root string|nil
 ---@return string[]
-function M.default_cmd()
+function M.default_cmd(root)
   if vim.fn.executable("spec-lsp") == 1 then
     return { "spec-lsp", "serve" }
   end
-  for _, root in ipairs({ vim.fn.getcwd(), plugin_root .. "/../.." }) do
-    local exe = vim.fs.normalize(root .. "/.venv/bin/spec-lsp")
+  local roots = { plugin_root .. "/../.." }
+  if config.options.workspace_venv then
+    table.insert(roots, 1, root or vim.fn.getcwd())
+  end
+  for _, dir in ipairs(roots) do
+    local exe = vim.fs.normalize(dir .. "/.venv/bin/spec-lsp")
     if vim.fn.executable(exe) == 1 then
       return { exe, "serve" }
     end
@@ -28,11 +35,58 @@ function M.default_cmd()
   return { "spec-lsp", "serve" }
 end
 
+--- The token for a shared server: `server.token`, else `server.token_file`, else
+--- $SPEC_LSP_TOKEN, else the file `spec-lsp serve --tcp` writes for its port; nil for a socket
+--- without one (its permissions protect it).
+---@param server spec_lsp.Server
+---@return string|nil token, string|nil err
+function M.token(server)
+  if server.token then
+    return server.token
+  end
+  local file = server.token_file and vim.fn.expand(server.token_file)
+  if not file then
+    local env = vim.env.SPEC_LSP_TOKEN
+    if env and env ~= "" then
+      return env
+    end
+    local port = server.tcp and server.tcp:match(":(%d+)$")
+    if not port then
+      return nil
+    end
+    local runtime = vim.env.XDG_RUNTIME_DIR
+    local dir = (runtime and runtime ~= "") and (runtime .. "/spec-lsp")
+      or (vim.fn.expand("~") .. "/.cache/spec-lsp/run")
+    file = ("%s/%s.token"):format(dir, port)
+  end
+  local ok, lines = pcall(vim.fn.readfile, file)
+  if not ok or not lines[1] then
+    return nil, ("cannot read the token file %s"):format(file)
+  end
+  return vim.trim(lines[1])
+end
+
+--- What `vim.lsp.start` runs: a function connecting to the shared server, else the command.
+---@param root string|nil
+---@return string[]|fun(dispatchers: vim.lsp.rpc.Dispatchers): vim.lsp.rpc.PublicClient
+function M.transport(root)
+  local server = config.options.server
+  if not server then
+    return M.server_cmd(root)
+  end
+  if server.socket then
+    return vim.lsp.rpc.connect(vim.fn.expand(server.socket))
+  end
+  local host, port = server.tcp:match("^%[?([^%]]*)%]?:(%d+)$")
+  return vim.lsp.rpc.connect(host ~= "" and host or "127.0.0.1", tonumber(port))
+end
+
 --- The command that starts the server now: the configured one, wrapped in `spec-lsp record`
 --- while recording.
+---@param root string|nil
 ---@return string[]
-function M.server_cmd()
-  local cmd = config.options.cmd or M.default_cmd()
+function M.server_cmd(root)
+  local cmd = config.options.cmd or M.default_cmd(root)
   if not M.recording then
     return cmd
   end
@@ -51,7 +105,10 @@ function M.wants(bufnr)
   end
   local ft = vim.bo[bufnr].filetype
   local fts = config.options.filetypes
-  return (vim.list_contains(fts, "*") and ft ~= "") or vim.list_contains(fts, ft)
+  if ft == "" or vim.list_contains(config.options.exclude_filetypes, ft) then
+    return false
+  end
+  return vim.list_contains(fts, "*") or vim.list_contains(fts, ft)
 end
 
 local function capabilities()
@@ -67,12 +124,26 @@ end
 ---@return integer|nil client_id
 function M.attach(bufnr)
   local root = vim.fs.root(bufnr, config.options.root_markers) or vim.fn.getcwd()
+  local init = vim.deepcopy(config.options.init_options)
+  if config.options.server then
+    if M.recording then
+      local msg = "spec-lsp: recording needs a server the plugin starts (not `server`)"
+      vim.notify(msg, vim.log.levels.WARN)
+      M.recording = nil
+    end
+    local token, err = M.token(config.options.server)
+    if err then
+      local msg = "spec-lsp: " .. err .. "; set server.token or server.token_file"
+      vim.notify(msg, vim.log.levels.ERROR)
+      return nil
+    end
+    init.token = token
+  end
   return vim.lsp.start({
     name = M.name,
-    cmd = M.server_cmd(),
+    cmd = M.transport(root),
     root_dir = root,
-    init_options = next(config.options.init_options) and config.options.init_options
-      or vim.empty_dict(), -- {} (not []) on the wire
+    init_options = next(init) and init or vim.empty_dict(), -- {} (not []) on the wire
     capabilities = capabilities(),
   }, {
     bufnr = bufnr,
@@ -134,6 +205,23 @@ end
 function M.record(path)
   M.recording = (path and path ~= "") and vim.fn.fnamemodify(path, ":p") or nil
   M.restart()
+end
+
+--- The server's log: the file after `--log-file` in the command, else Neovim's LSP log (where
+--- a server's stderr goes).
+---@return string
+function M.log_file()
+  local cmd = config.options.server == nil and M.server_cmd() or {}
+  for i, arg in ipairs(cmd) do
+    if arg == "--log-file" and cmd[i + 1] then
+      return cmd[i + 1]
+    end
+    local inline = arg:match("^%-%-log%-file=(.+)$")
+    if inline then
+      return inline
+    end
+  end
+  return vim.lsp.log.get_filename()
 end
 
 --- Send the options (with overrides) to the running server.

@@ -135,6 +135,16 @@ function M.visible(bufnr)
   return M.ui ~= nil and M.ui.visible(bufnr or api.nvim_get_current_buf())
 end
 
+--- Ask for a suggestion at the cursor now (an explicit request: up to 3 to cycle), whether or not
+--- `auto_trigger` is on.
+---@param bufnr integer|nil
+---@return boolean asked
+function M.trigger(bufnr)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  return M.ui ~= nil and vim.lsp.get_clients({ bufnr = bufnr, name = "spec_lsp" })[1] ~= nil
+    and M.ui.trigger(bufnr)
+end
+
 local actions = {
   accept = { "Accept the spec-lsp suggestion", "all" },
   accept_word = { "Accept the next word of the suggestion", "word" },
@@ -142,6 +152,7 @@ local actions = {
   dismiss = { "Dismiss the spec-lsp suggestion" },
   next = { "Next spec-lsp suggestion", 1 },
   prev = { "Previous spec-lsp suggestion", -1 },
+  trigger = { "Ask spec-lsp for a suggestion here" },
 }
 
 ---@param name string
@@ -150,21 +161,73 @@ local function run(name)
   local arg = actions[name][2]
   if name == "dismiss" then
     return M.dismiss()
+  elseif name == "trigger" then
+    return M.trigger()
   elseif type(arg) == "number" then
     return M.select(arg)
   end
   return M.accept(arg)
 end
 
---- Map the configured insert-mode keys in `bufnr`; a key with nothing to act on types itself.
+---@type table<integer, table<string, table>>  bufnr -> lhs -> the mapping spec-lsp's replaced
+local previous = {}
+
+--- What a key does when spec-lsp has nothing to do with it: the insert-mode mapping it had before
+--- (nvim-cmp's, blink's, a snippet plugin's <Tab>), else the key itself. Returns the keys for an
+--- expr mapping to type.
+---@param prev table|nil  `maparg(lhs, "i", false, true)` from before spec-lsp mapped the key
+---@param lhs string
+---@return string
+local function fall_through(prev, lhs)
+  if not prev or vim.tbl_isempty(prev) then
+    return vim.keycode(lhs)
+  end
+  local keys
+  if prev.callback then
+    keys = prev.callback()
+    if prev.expr ~= 1 then
+      return ""
+    end
+    keys = type(keys) == "string" and keys or ""
+  else
+    keys = prev.expr == 1 and vim.api.nvim_eval(prev.rhs) or prev.rhs
+  end
+  if prev.expr ~= 1 or prev.replace_keycodes == 1 then
+    keys = vim.keycode(keys)
+  end
+  if prev.noremap == 1 then
+    return keys
+  end
+  api.nvim_feedkeys(keys, "im", false) -- a recursive mapping: its keys may be mappings too
+  return ""
+end
+
+--- Map the configured insert-mode keys in `bufnr`. A key with nothing to act on does what it did
+--- before: the mapping spec-lsp replaced (buffer-local or global), else types itself.
 ---@param bufnr integer
 function M.map_keys(bufnr)
+  previous[bufnr] = previous[bufnr] or {}
   for name, lhs in pairs(config.options.keys) do
     local action = actions[name]
     if lhs and action then
+      local prev = api.nvim_buf_call(bufnr, function()
+        return vim.fn.maparg(lhs, "i", false, true)
+      end)
+      if prev.desc ~= action[1] then -- not spec-lsp's own from an earlier attach
+        previous[bufnr][lhs] = prev.lhs and prev or nil
+      end
       vim.keymap.set("i", lhs, function()
-        return run(name) and "" or lhs
-      end, { buffer = bufnr, expr = true, silent = true, desc = action[1] })
+        if run(name) then
+          return ""
+        end
+        return fall_through(previous[bufnr][lhs], lhs)
+      end, {
+        buffer = bufnr,
+        expr = true,
+        replace_keycodes = false,
+        silent = true,
+        desc = action[1],
+      })
     end
   end
 end

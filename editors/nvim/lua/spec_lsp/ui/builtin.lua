@@ -3,8 +3,11 @@
 --- current item to the accept logic, reports which suggestion is on screen, and asks for the
 --- alternatives to cycle: Neovim's own requests are all Automatic (one item), so the next/prev
 --- key makes Neovim ask again at once and sends that one request as Invoked (up to 3 items).
+--- With `auto_trigger = false` its automatic requests are not sent; the trigger key asks the same
+--- way as next/prev do.
 
 local api = vim.api
+local config = require("spec_lsp.config")
 
 local M = {}
 
@@ -21,7 +24,7 @@ local shown = {}
 ---@class (private) spec_lsp.Wanted
 ---@field tick integer     the buffer's changedtick when they were asked for
 ---@field cursor integer[] and the cursor
----@field count integer    the move to make once they are there (1 next, -1 previous)
+---@field count integer    the move to make once they are there (1 next, -1 previous, 0 none)
 
 ---@type table<integer, spec_lsp.Wanted>  bufnr -> alternatives asked for at this very state
 local wanted = {}
@@ -71,6 +74,9 @@ local function watch_answers(client)
     if method == "textDocument/inlineCompletion" and handler then
       local uri = type(params) == "table" and params.textDocument and params.textDocument.uri
       local want = take_wanted(bufnr or (uri and vim.uri_to_bufnr(uri)))
+      if not want and not config.options.auto_trigger then
+        return false -- typing asks nothing: only the trigger (or next/prev) key does
+      end
       if want then
         params = vim.deepcopy(params)
         params.context = vim.tbl_extend("force", params.context or {}, { triggerKind = 1 })
@@ -82,7 +88,7 @@ local function watch_answers(client)
         if ctx and ctx.bufnr and type(items) == "table" and items[1] then
           local state = { client_id = ctx.client_id, items = items, index = 1 }
           shown[ctx.bufnr] = state
-          if want and #items > 1 then -- Neovim drew the first: move to the one the key asked for
+          if want and want.count ~= 0 and #items > 1 then -- Neovim drew the first: move on
             vim.lsp.inline_completion.select({ bufnr = ctx.bufnr, count = want.count })
             state.index = (want.count % #items) + 1
           end
@@ -180,6 +186,14 @@ local function ask_alternatives(bufnr, count)
   if not pcall(api.nvim_exec_autocmds, "CursorMovedI", { group = group }) then
     wanted[bufnr] = nil
   end
+end
+
+--- Ask for a suggestion here now, as Invoked, whatever `auto_trigger` says.
+---@param bufnr integer
+---@return boolean
+function M.trigger(bufnr)
+  ask_alternatives(bufnr, 0)
+  return wanted[bufnr] ~= nil
 end
 
 ---@param bufnr integer

@@ -118,10 +118,12 @@ local function usable(bufnr, items, client, row, col)
 end
 
 --- Ask for a suggestion at the cursor; `invoked`: an explicit request (triggerKind Invoked), which
---- the server answers with up to 3 distinct items to cycle, the shown one first.
+--- the server answers with up to 3 distinct items to cycle, the shown one first; `show_first`:
+--- show that first one (the trigger key), not the next (the next/prev keys).
 ---@param bufnr integer
 ---@param invoked boolean|nil
-local function request(bufnr, invoked)
+---@param show_first boolean|nil
+local function request(bufnr, invoked, show_first)
   local state = states[bufnr]
   local client = state and vim.lsp.get_client_by_id(state.client_id)
   if not client or not state.enabled or api.nvim_get_current_buf() ~= bufnr then
@@ -145,7 +147,7 @@ local function request(bufnr, invoked)
     end
     local items = usable(bufnr, result.items or result, client, cursor[1] - 1, cursor[2])
     -- after an explicit request for alternatives, the one after the shown (first) item
-    local index = invoked and #items > 1 and 2 or 1
+    local index = invoked and not show_first and #items > 1 and 2 or 1
     state.items, state.index, state.anchor = items, index, { cursor[1] - 1, cursor[2] }
     show(bufnr)
   end, bufnr)
@@ -161,8 +163,8 @@ local function on_change(bufnr)
     return -- the answer pending or on screen is for this very position
   end
   reset(bufnr)
-  if not state.enabled then
-    return
+  if not state.enabled or not config.options.auto_trigger then
+    return -- with auto_trigger off only the trigger key asks
   end
   state.key = position_key(bufnr)
   state.timer = vim.defer_fn(function()
@@ -248,6 +250,19 @@ function M.take(bufnr, fn)
   vim.schedule(function()
     fn(taken)
   end)
+  return true
+end
+
+--- Ask for a suggestion here now (Invoked), whatever `auto_trigger` says.
+---@param bufnr integer
+---@return boolean
+function M.trigger(bufnr)
+  local state = states[bufnr]
+  if not state or not state.enabled then
+    return false
+  end
+  reset(bufnr)
+  request(bufnr, true, true)
   return true
 end
 
