@@ -7,7 +7,7 @@ inference worker's thread (`Backend.generate` is blocking there). A watcher poll
 even while the server has not sent the next chunk (a long prefill). A failure (connection refused
 or reset, timeout, HTTP error, malformed chunk, a stream past its preset's `max_stream_bytes` or
 `max_stream_s`, an API key refused on plain HTTP) is an empty result with stop_reason "error", and
-`Health` says why and when to try again. Subclasses say where to send a request and how to read
+`Health` says why and when to try again; `sse` reads the stream's lines within the byte cap. Subclasses say where to send a request and how to read
 one chunk (`Chunk`), and may give the prompt-only form of a request (`warmup_body`): a request
 closed before its first token is then handed to `warmup.Warmer`, which sends it again in a thread
 of its own so the engine's prompt cache keeps up with typing.
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -33,9 +32,11 @@ from spec_lsp.engine.api import (
     GenerationStats,
     StopReason,
 )
+from spec_lsp.remote import sse
 from spec_lsp.remote.health import Health
 from spec_lsp.remote.metrics import MetricsPoller
 from spec_lsp.remote.spec import InsecureKeyError, RemoteSpec
+from spec_lsp.remote.sse import RemoteError
 from spec_lsp.remote.warmup import Warmer
 
 log = logging.getLogger(__name__)
@@ -43,10 +44,6 @@ log = logging.getLogger(__name__)
 POLL_S = 0.005  # how often the cancel token is looked at while a chunk is awaited
 CHARS_PER_TOKEN = 4.0  # count_tokens' estimate when the server cannot tokenize
 WARMUP_READ_S = 120.0  # a warm-up answers only once its whole prompt is evaluated
-
-
-class RemoteError(Exception):
-    """A failed remote request, described in words for the status (no key, no prompt)."""
 
 
 @dataclass
@@ -274,7 +271,7 @@ class RemoteBackend(BackendBase):
                 detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
                 raise RemoteError(f"HTTP {response.status_code} from {path}: {detail}")
             # An async generator: closed on return, not when collected.
-            lines = cast(AsyncGenerator[str, None], _lines(response, self.spec.max_stream_bytes))
+            lines = cast(AsyncGenerator[str, None], sse.lines(response, self.spec.max_stream_bytes))
             async with contextlib.aclosing(lines):
                 async for line in lines:
                     chunk = self._parse(line)
@@ -295,39 +292,14 @@ class RemoteBackend(BackendBase):
 
     def _parse(self, line: str) -> Chunk | None:
         """One server-sent event line: a chunk, None for other lines, RemoteError if bad."""
-        if line.startswith("error:"):
-            raise RemoteError(f"the engine reported an error: {line[6:].strip()[:200]}")
-        if not line.startswith("data:"):
-            return None
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return Chunk(done=True)
+        data = sse.payload(line)
+        if data is None or data == sse.DONE:
+            return None if data is None else Chunk(done=True)
+        assert isinstance(data, dict)
         try:
-            data = json.loads(payload)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            if "error" in data:
-                raise RemoteError(f"the engine reported an error: {str(data['error'])[:200]}")
             return self.read_chunk(data)
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise RemoteError(f"malformed chunk ({type(exc).__name__})") from exc
-
-
-async def _lines(response: httpx.Response, limit: int) -> AsyncIterator[str]:
-    """The response's lines (as `aiter_lines`, which would buffer an endless line whole), at most
-    `limit` bytes in all: past it, a `RemoteError`."""
-    pending, total = b"", 0
-    chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-    async with contextlib.aclosing(chunks):
-        async for data in chunks:
-            total += len(data)
-            if total > limit:
-                raise RemoteError(f"the answer passed {limit} bytes (max_stream_bytes): closed")
-            *complete, pending = (pending + data).split(b"\n")
-            for line in complete:
-                yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if pending:
-        yield pending.rstrip(b"\r").decode("utf-8", "replace")
 
 
 async def _cancelled(request: GenerationRequest) -> None:
