@@ -5,9 +5,9 @@ memory), one connection at a time. This module owns the sockets and who may spea
 
 - Listening: TCP (port 0 binds a free port) or a Unix socket created 0600 (a stale socket file is
   replaced, anything else at the path is an error), removed at exit with the token file.
-- One client: while a connection is served, another is closed (after `ENDING_GRACE_S`, in case
-  the served one was just closing), nothing read from it or written to it; when a connection
-  closes, the next one is accepted (the server keeps running).
+- One client: while a connection is served, another is closed at once, nothing read from it or
+  written to it; when a connection closes, the next one is accepted (the server keeps running;
+  a client reconnecting while its old connection's session still ends waits for that end).
 - Admission: the first message must be `initialize` carrying `initializationOptions.token`
   (compared in constant time); anything else, or a client silent for `ADMIT_TIMEOUT_S`, is closed
   without a reply. The token is removed from the message before the protocol sees it, so it
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 TOKEN_ENV = "SPEC_LSP_TOKEN"
 ADMIT_TIMEOUT_S = 10.0  # a connection that has not sent its initialize by then is closed
 SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is disconnected
-ENDING_GRACE_S = 2.0  # a new connection waits this long for the one served now to end
+ENDING_GRACE_S = 2.0  # a new connection waits this long for a closing one's session to end
 _HTTP_REQUEST = re.compile(
     rb"^\s*(?:[A-Z]+ \S+ HTTP/\d|(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) )"
 )
@@ -177,6 +177,8 @@ class Connection:
 
     def __init__(self, sock: socket.socket, peer: str) -> None:
         sock.setblocking(True)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):  # each write is a whole message
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with contextlib.suppress(OSError):  # a client that stops reading cannot hold the loop
             sock.setsockopt(
                 socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(SEND_TIMEOUT_S), 0)
@@ -193,6 +195,18 @@ class Connection:
         except OSError as exc:
             log.warning("writing to %s failed (%s); closing the connection", self.peer, exc)
             self.close()
+
+    def ending(self) -> bool:
+        """Whether the client has closed its side (or we ours), even if the reading thread has
+        not told the loop yet: the end of a stream stays readable, so a peek finds it."""
+        if self.closed:
+            return True
+        try:
+            return self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def close(self) -> None:
         """Ends the connection; the reading thread sees its end."""
@@ -307,7 +321,7 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
             loop.add_signal_handler(sig, on_signal, sig)
     listener.setblocking(False)
-    current: list[asyncio.Task[None]] = []  # the connection served now, if any
+    current: dict[asyncio.Task[None], Connection] = {}  # the connection served now, if any
 
     async def serve(connection: Connection) -> None:
         try:
@@ -324,14 +338,15 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
                 await asyncio.sleep(0.5)
                 continue
             name = _describe(peer)
-            if current:  # a client that just left may not be seen gone yet: wait a moment
-                await asyncio.wait(current, timeout=ENDING_GRACE_S)
+            if current and all(c.ending() for c in current.values()):
+                await asyncio.wait(current, timeout=ENDING_GRACE_S)  # the last one is leaving
             if current:
                 log.warning("refused %s: another client is connected (one at a time)", name)
                 with contextlib.suppress(OSError):
                     sock.close()
                 continue
-            current.append(asyncio.ensure_future(serve(Connection(sock, name))))
+            connection = Connection(sock, name)
+            current[asyncio.ensure_future(serve(connection))] = connection
 
     accepting = asyncio.ensure_future(accept())
     try:

@@ -48,7 +48,9 @@ def _connect(address: Address) -> socket.socket:
         sock.settimeout(TIMEOUT_S)
         sock.connect(address)
         return sock
-    return socket.create_connection(address, timeout=TIMEOUT_S)
+    sock = socket.create_connection(address, timeout=TIMEOUT_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as editors' clients do
+    return sock
 
 
 class SocketClient(LspCalls):

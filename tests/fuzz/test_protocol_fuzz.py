@@ -1,4 +1,6 @@
-"""Fuzzing the protocol: a hypothesis state machine drives the real server (tiny preset, stdio).
+"""Fuzzing the protocol: a hypothesis state machine drives the real server (tiny preset), over
+stdio and over TCP (`serve --tcp`: the same traffic on an admitted connection, plus other
+connections that must get nothing while it is served).
 
 Steps: didOpen / didChange (ranges in and out of the document, reversed, inside surrogate pairs,
 in the encoding the server negotiated: utf-16, utf-8 or utf-32), inline and completion requests,
@@ -6,8 +8,9 @@ cancels of known and unknown ids, configuration changes with wrong types, closes
 raw garbage (invalid JSON, wrong or huge Content-Length, a header without a body, deeply nested
 JSON, malformed params). Invariants: the process never exits; every request gets a response or an
 error; the server's text of each document (`spec-lsp/documentText`) equals the model of it kept
-here; memory stays bounded. One server per encoding serves every example (starting one takes
-seconds); each example uses its own document URIs and closes them at the end.
+here; memory stays bounded; over TCP the connection stays open. One server per encoding (and
+the TCP one) serves every example (starting one takes seconds); each example uses its own
+document URIs and closes them at the end.
 
 `SPEC_LSP_FUZZ_EXAMPLES` sets the examples per encoding (`make fuzz` runs thousands).
 """
@@ -35,8 +38,11 @@ from hypothesis.stateful import (
 )
 
 from tests.fuzz.lsp_process import ServerProcess, serve_command
+from tests.fuzz.shared_process import TOKEN, SharedServer, SocketClient, initialize_message
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
+# Each server the fuzz drives: stdio in every encoding, TCP in utf-16 (with the model).
+TRANSPORTS = [f"stdio {enc}" for enc in ENCODINGS] + ["tcp utf-16"]
 EXAMPLES = int(os.environ.get("SPEC_LSP_FUZZ_EXAMPLES", "100"))
 STEPS = int(os.environ.get("SPEC_LSP_FUZZ_STEPS", "16"))
 RESPONSE_TIMEOUT_S = 60.0
@@ -103,28 +109,46 @@ def message(msg: dict[str, Any]) -> bytes:
 
 
 # -- the servers, one per encoding, shared by all examples ---------------------------------------
+class Fuzzed:
+    """A server under fuzz: the client the machine speaks through, and for TCP the server."""
+
+    def __init__(
+        self, client: ServerProcess | SocketClient, shared: SharedServer | None = None
+    ) -> None:
+        self.client, self.shared = client, shared
+        self.process = client.process
+        self.rss0 = 0
+
+
 @pytest.fixture(scope="module")
-def fuzz_servers() -> Iterator[dict[str, tuple[ServerProcess, int]]]:
-    servers = {enc: ServerProcess(serve_command(PRESETS[enc])) for enc in ENCODINGS}
-    started: dict[str, tuple[ServerProcess, int]] = {}
+def fuzz_servers() -> Iterator[dict[str, Fuzzed]]:
+    servers = {
+        f"stdio {enc}": Fuzzed(ServerProcess(serve_command(PRESETS[enc]))) for enc in ENCODINGS
+    }
+    shared = SharedServer(PRESETS["utf-16"])
     try:
-        for enc, server in servers.items():
-            result = server.initialize(OPTIONS, encodings=[enc])
+        servers["tcp utf-16"] = Fuzzed(shared.connect(), shared)
+        for name, fuzzed in servers.items():
+            enc = name.split()[1]
+            result = fuzzed.client.initialize(OPTIONS, encodings=[enc])
             assert result["capabilities"]["positionEncoding"] == enc
-        for enc, server in servers.items():
-            assert server.wait_loaded()["state"] == (
-                "ready" if PRESETS[enc] == "tiny" else "failed"
+        for name, fuzzed in servers.items():
+            preset = PRESETS[name.split()[1]]
+            assert fuzzed.client.wait_loaded()["state"] == (
+                "ready" if preset == "tiny" else "failed"
             )
-            started[enc] = (server, server.process.memory_info().rss)
-        yield started
+            fuzzed.rss0 = fuzzed.process.memory_info().rss
+        yield servers
     finally:
-        for server in servers.values():
-            if server.alive():
-                server.close()
+        for fuzzed in servers.values():
+            if isinstance(fuzzed.client, ServerProcess) and fuzzed.client.alive():
+                fuzzed.client.close()
+        shared.close()
 
 
 class ProtocolMachine(RuleBasedStateMachine):
-    server: ServerProcess
+    server: ServerProcess | SocketClient  # over stdio, or a connection to `shared`
+    shared: SharedServer | None = None
     encoding: str
 
     def __init__(self) -> None:
@@ -369,6 +393,18 @@ class ProtocolMachine(RuleBasedStateMachine):
         if uri in self.closed:
             self.closed.remove(uri)
 
+    # -- other connections (TCP): while this client is served, they get nothing --------------
+    @precondition(lambda self: self.shared is not None)
+    @rule(
+        before=st.sampled_from([b"", b"POST / HTTP/1.1\r\nContent-Length: 999\r\n\r\n"])
+        | st.binary(max_size=40),
+        token=st.sampled_from([TOKEN, None, "x" + TOKEN]),
+    )
+    def another_connection_gets_nothing(self, before: bytes, token: str | None) -> None:
+        # Even a well-formed initialize with the right token: one client at a time.
+        assert self.shared is not None
+        assert self.shared.refused(before + frame(message(initialize_message(token)))) == b""
+
     # -- invariants --------------------------------------------------------------------------
     @invariant()
     def server_text_equals_the_model(self) -> None:
@@ -398,16 +434,17 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert self.server.alive(), "the server exited"
 
 
-@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_the_server_survives_and_tracks_documents_under_random_protocol_traffic(
-    fuzz_servers: dict[str, tuple[ServerProcess, int]], encoding: str
+    fuzz_servers: dict[str, Fuzzed], transport: str
 ) -> None:
-    server, rss0 = fuzz_servers[encoding]
+    fuzzed = fuzz_servers[transport]
 
     class Machine(ProtocolMachine):
         pass
 
-    Machine.server, Machine.encoding = server, encoding
+    Machine.server, Machine.shared = fuzzed.client, fuzzed.shared
+    Machine.encoding = transport.split()[1]
     run_state_machine_as_test(
         Machine,
         settings=settings(
@@ -420,8 +457,8 @@ def test_the_server_survives_and_tracks_documents_under_random_protocol_traffic(
             suppress_health_check=list(HealthCheck),
         ),
     )
-    rss = server.process.memory_info().rss
-    assert rss - rss0 < RSS_GROWTH_LIMIT, f"RSS grew {(rss - rss0) / 2**20:.0f} MiB"
+    rss = fuzzed.process.memory_info().rss
+    assert rss - fuzzed.rss0 < RSS_GROWTH_LIMIT, f"RSS grew {(rss - fuzzed.rss0) / 2**20:.0f} MiB"
 
 
 BIG = os.environ.get("SPEC_LSP_FUZZ_BIG") == "1" or EXAMPLES >= 1000  # `make fuzz`
@@ -449,9 +486,10 @@ def test_a_10_mb_document_does_not_stall_other_requests() -> None:
 
 @pytest.mark.skipif(not BIG, reason="slow (a minute here): make fuzz runs it")
 def test_a_10_mb_document_is_tracked_and_answered(
-    fuzz_servers: dict[str, tuple[ServerProcess, int]],
+    fuzz_servers: dict[str, Fuzzed],
 ) -> None:
-    server, rss0 = fuzz_servers["utf-16"]
+    fuzzed = fuzz_servers["stdio utf-16"]
+    server, rss0 = fuzzed.client, fuzzed.rss0
     uri = "file:///fuzz/huge.py"
     text = ten_mb_document()
     doc = {"uri": uri, "languageId": "python", "version": 1, "text": text}
