@@ -12,6 +12,10 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spec_lsp.presets import Preset
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,15 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def cmd_list(args: argparse.Namespace) -> int:
     from spec_lsp.engine.forward import planned_kernel_family  # no compiling: the build's flags
-    from spec_lsp.engine.loading import is_available_offline  # gguf: sources: fetch.is_cached
-    from spec_lsp.presets import (
-        TINY,
-        PresetError,
-        load_preset,
-        preset_files,
-        user_dir,
-        weights_label,
-    )
+    from spec_lsp.presets import TINY, PresetError, load_preset, preset_files, user_dir
 
     family, built = planned_kernel_family()
     kernels = family if built else f"{family}*"
@@ -56,27 +52,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"spec-lsp: {exc}", file=sys.stderr)
             broken += 1
             continue
-        sources = [p.resolve(p.target)] + ([p.resolve(p.draft)] if p.draft else [])
-        rows.append(
-            {
-                "name": p.name,
-                "from": p.origin,
-                "path": str(p.path) if p.path else None,
-                "target": p.target,
-                "draft": p.draft,
-                "method": p.method,
-                "fim": p.fim,
-                # A remote engine's weights are its server's business: the column names the kind.
-                "weights": p.backend.kind
-                if p.backend
-                else f"{weights_label(p, 'cpu')}/{weights_label(p, 'cuda')}",
-                "backend": p.backend.kind if p.backend else "local",
-                # The kernels a local pair's packed layers run on on this machine's CPU.
-                "kernels": None if p.backend else kernels,
-                "offline": p.backend is None and all(is_available_offline(s) for s in sources),
-                "description": p.description,
-            }
-        )
+        rows.append(_row(p, kernels))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 1 if broken else 0
@@ -93,12 +69,38 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
     if not built:
         print(
-            f"* {family}: not built yet: `spec-lsp kernels build` (or `models fetch`) compiles them;"
-            " until then torch's kernels run",
+            f"* {family}: not built yet: `spec-lsp kernels build` (or `models fetch`) compiles them"
+            " now; else the first model load does, with its progress",
             file=sys.stderr,
         )
     print(f"your own presets: {user_dir()}", file=sys.stderr)
     return 1 if broken else 0
+
+
+def _row(p: Preset, kernels: str) -> dict[str, object]:
+    """One preset as `models list` shows it (and prints with --json)."""
+    from spec_lsp.engine.loading import is_available_offline  # gguf: sources: fetch.is_cached
+    from spec_lsp.presets import weights_label
+
+    sources = [p.resolve(p.target)] + ([p.resolve(p.draft)] if p.draft else [])
+    return {
+        "name": p.name,
+        "from": p.origin,
+        "path": str(p.path) if p.path else None,
+        "target": p.target,
+        "draft": p.draft,
+        "method": p.method,
+        "fim": p.fim,
+        # A remote engine's weights are its server's business: the column names the kind.
+        "weights": p.backend.kind
+        if p.backend
+        else f"{weights_label(p, 'cpu')}/{weights_label(p, 'cuda')}",
+        "backend": p.backend.kind if p.backend else "local",
+        # The kernels a local pair's packed layers run on on this machine's CPU.
+        "kernels": None if p.backend else kernels,
+        "offline": p.backend is None and all(is_available_offline(s) for s in sources),
+        "description": p.description,
+    }
 
 
 def _where(row: Mapping[str, object]) -> str:
