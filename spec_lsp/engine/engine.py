@@ -18,16 +18,8 @@ from dataclasses import dataclass, field, replace
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from spec_lsp.engine.api import (
-    METHODS,
-    MODEL_METHODS,
-    BackendBase,
-    Capabilities,
-    GenerationRequest,
-    GenerationResult,
-    GenerationStats,
-    StopReason,
-)
+from spec_lsp.engine import api
+from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 from spec_lsp.engine.cache import (
     DocState,
     DocumentStates,
@@ -87,9 +79,8 @@ class _Run:
     done: bool = False
 
 
-class SpecEngine(BackendBase):
-    # Stops a superseded generation in a step and keeps its KV: no debounce, warm-ups pay.
-    capabilities = Capabilities(cheap_cancel=True, warm_up=True)
+class SpecEngine(api.BackendBase):
+    capabilities = api.Capabilities(cheap_cancel=True, warm_up=True)  # stops in a step, keeps KV
 
     def __init__(
         self,
@@ -152,12 +143,12 @@ class SpecEngine(BackendBase):
 
     @property
     def methods(self) -> list[str]:
-        return [m for m in METHODS if self.draft is not None or m not in MODEL_METHODS]
+        return [m for m in api.METHODS if self.draft is not None or m not in api.MODEL_METHODS]
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         t0 = time.perf_counter()
         method = request.method or self.options.method
-        if method in MODEL_METHODS and not self.draft_pays:
+        if method in api.MODEL_METHODS and not self.draft_pays:
             method = "ngram"
         stats = GenerationStats(method=method)
         run = _Run(request, stats)
@@ -202,7 +193,7 @@ class SpecEngine(BackendBase):
         return ModelState(self.forwards.draft)
 
     def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
-        drafting = self.draft is not None and method in MODEL_METHODS
+        drafting = self.draft is not None and method in api.MODEL_METHODS
         features = self.head is not None  # the head reads the target's features
         if request.doc_id is None or not request.reuse_kv:
             target = ModelState(self.forwards.target, features)
@@ -352,7 +343,7 @@ class SpecEngine(BackendBase):
                 run.done = True
                 break
 
-    def _stop_reason(self, text: str, req: GenerationRequest) -> tuple[StopReason | None, str]:
+    def _stop_reason(self, text: str, req: GenerationRequest) -> tuple[api.StopReason | None, str]:
         for s in req.stop_strings:
             at = text.find(s)
             if s and at >= 0:
