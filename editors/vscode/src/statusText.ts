@@ -27,7 +27,7 @@ export function describe({ status: s, stats: st, progress, problem }: StatusInpu
     case "loading":
       return { text: "$(loading~spin) spec-lsp loading", tooltip: `Loading ${model}`, severity: undefined };
     case "failed": {
-      const tooltip = `Model load failed: ${s.error ?? "unknown error"}`;
+      const tooltip = `Model load failed: ${s.error ?? "unknown error"}\n\`spec-lsp doctor\` says what is missing.`;
       return { text: "$(error) spec-lsp failed", tooltip, severity: "error" };
     }
     case "disabled": {

@@ -35,11 +35,21 @@ local function run(cmd, timeout_ms)
 end
 
 local function check_command()
+  local server = config.options.server
+  if server then
+    health.ok("shared server: " .. (server.tcp or server.socket))
+    local _, err = lsp.token(server)
+    if err then
+      health.error(err, { "set server.token or server.token_file, or $SPEC_LSP_TOKEN" })
+    end
+    return nil
+  end
   local cmd = lsp.server_cmd()
   local exe = cmd[1]
   if vim.fn.executable(exe) ~= 1 then
     health.error(("server command not found: %s"):format(exe), {
-      "install spec-lsp (`make setup` in its checkout) or set `cmd` in setup{}",
+      "install spec-lsp (`pipx install spec-lsp`, or `make setup` in its checkout) or set `cmd`",
+      "a project's own .venv/bin/spec-lsp runs only with `workspace_venv = true`",
     })
     return nil
   end
@@ -85,7 +95,10 @@ local function check_server()
   local load_error = status.error ~= vim.NIL and status.error or nil
   local engine = type(status.engine) == "table" and status.engine or nil
   if status.state == "failed" then
-    health.error(summary, { "last load error: " .. tostring(load_error) })
+    health.error(summary, {
+      "last load error: " .. tostring(load_error),
+      "`spec-lsp doctor` checks torch, the compiler and kernels, the model cache and the presets",
+    })
   elseif engine and engine.available == false then
     -- A remote preset stays "ready" while its engine fails; `error` then holds the engine's reason.
     local why = engine.message ~= vim.NIL and engine.message or load_error
