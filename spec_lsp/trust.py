@@ -30,17 +30,20 @@ KINDS = ("remote", "download")  # what `--allow-client-presets` may allow beyond
 ALLOW_FLAG = "--allow-client-presets"
 NEUTRAL_DIR = os.path.abspath(os.sep)
 
-_allowed: frozenset[str] = frozenset()  # set once by `serve` (one user, one process)
+# Set once by `serve` from its command line (one user, one process).
+_allowed: frozenset[str] = frozenset()
+_user_preset = ""
 
 
-def allow_client_presets(kinds: str | None) -> None:
+def allow_client_presets(kinds: str | None, user_preset: str = "") -> None:
     """`remote,download` (either, both, or empty): what a client may switch to beyond local
-    presets. Raises ValueError for an unknown kind."""
+    presets; `user_preset` (`serve --preset`) stays allowed whatever its kind, so a client may
+    switch back to it. Raises ValueError for an unknown kind."""
     wanted = {k.strip() for k in (kinds or "").split(",") if k.strip()}
     if unknown := wanted - set(KINDS):
         raise ValueError(f"{ALLOW_FLAG}: unknown {', '.join(sorted(unknown))} (known: {KINDS})")
-    global _allowed
-    _allowed = frozenset(wanted)
+    global _allowed, _user_preset
+    _allowed, _user_preset = frozenset(wanted), user_preset
 
 
 def allowed_kinds() -> frozenset[str]:
@@ -58,6 +61,8 @@ def preset_kinds(preset: Preset) -> set[str]:
 def client_preset_refusal(name: str) -> str | None:
     """Why a client may not switch to preset `name`, or None when it may. A preset that does not
     load is let through: loading it fails with its own message and loads nothing."""
+    if name == _user_preset:
+        return None
     try:
         preset = load_preset(name)
     except PresetError:

@@ -106,7 +106,7 @@ def serve(args: argparse.Namespace) -> int:
     from spec_lsp.trust import allow_client_presets
 
     try:
-        allow_client_presets(getattr(args, "allow_client_presets", ""))
+        allow_client_presets(getattr(args, "allow_client_presets", ""), args.preset)
     except ValueError as exc:
         print(f"spec-lsp serve: {exc}", file=sys.stderr)
         return 2

@@ -142,8 +142,14 @@ def test_a_client_cannot_start_a_download_the_user_did_not_allow(allowed: object
 
 
 def test_the_preset_the_user_started_with_is_kept_whatever_its_kind(allowed: object) -> None:
-    current = Options(preset="remote-llama-server")  # `serve --preset`: the user's own choice
+    trust.allow_client_presets("", user_preset="remote-llama-server")  # `serve --preset`
+    current = Options(preset="remote-llama-server")
     options, warnings = client_options(current, {"preset": "remote-llama-server", "maxTokens": 8})
     assert (options.preset, options.max_tokens, warnings) == ("remote-llama-server", 8, [])
+    options, _ = client_options(options, {"preset": "tiny"})  # away to a local one, and back
+    assert (
+        client_options(options, {"preset": "remote-llama-server"})[0].preset
+        == "remote-llama-server"
+    )
     with pytest.raises(ValueError, match="unknown"):
         trust.allow_client_presets("everything")
