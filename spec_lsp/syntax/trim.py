@@ -27,8 +27,8 @@ from spec_lsp.syntax.mode import inside, mode_of
 from spec_lsp.syntax.parsecheck import ErrorProbe, make_probe
 from spec_lsp.syntax.units import (
     REPEAT_CHARS,
+    CutPlan,
     Mode,
-    Plan,
     Reason,
     hard_cut,
     make_plan,
@@ -60,7 +60,7 @@ class Trimmer:
             self._tree = self._parser.parse(_encode(prefix + suffix))
         where = inside(spec, cursor, self._tree, len(_encode(prefix)) if self._tree else 0)
         self.mode: Mode = mode if mode is not None else mode_of(spec, cursor, where, comments)
-        self.plan: Plan = make_plan(spec, cursor, self.mode, where.string, prefix, suffix)
+        self.plan: CutPlan = make_plan(spec, cursor, self.mode, where.string, prefix, suffix)
         self._probe: ErrorProbe | None = None
         self._seen = ""  # the text of the previous stop call
 

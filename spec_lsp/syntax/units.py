@@ -1,6 +1,6 @@
 """Where a completion stops being worth showing: the text-only ("hard") cuts, each with a reason.
 
-The default is to keep what the model wrote. A `Plan` is built once per request from the text
+The default is to keep what the model wrote. A `CutPlan` is built once per request from the text
 around the cursor; `hard_cut(plan, text)` then finds, in the completion alone, the first place one
 of these rules cuts it:
 
@@ -57,7 +57,7 @@ REPEAT_CHARS = 16  # a later line beginning with this much of the line after the
 
 
 @dataclass(frozen=True)
-class Plan:
+class CutPlan:
     spec: LanguageSpec
     mode: Mode
     start_string: str | None  # the quote of a string the cursor is inside
@@ -89,7 +89,7 @@ def make_plan(
     start_string: str | None,
     prefix: str,
     suffix: str,
-) -> Plan:
+) -> CutPlan:
     level, header = _block_level(spec, cursor, prefix)
     window = prefix[-PREFIX_WINDOW:]
     if len(prefix) > PREFIX_WINDOW:  # start on a line start, so the scan starts in code
@@ -99,7 +99,7 @@ def make_plan(
         found = scan(prefix, spec)  # that ends in a string began inside one (a long docstring)
     open_before = tuple(found.open_brackets) if found else ()
     stripped = suffix.lstrip()
-    return Plan(
+    return CutPlan(
         spec=spec,
         mode=mode,
         start_string=start_string,
@@ -141,7 +141,7 @@ def _header_indent(prefix: str, level: int, limit: int = 200) -> int:
     return -1
 
 
-def hard_cut(plan: Plan, text: str, final: bool = True) -> CutPoint:
+def hard_cut(plan: CutPlan, text: str, final: bool = True) -> CutPoint:
     """The first cut in `text`; `final` is False while the text is still growing."""
     result = scan(text, plan.spec, plan.start_string)
     cut = CutPoint(len(text), False, None, result)
@@ -157,7 +157,7 @@ def hard_cut(plan: Plan, text: str, final: bool = True) -> CutPoint:
     return cut
 
 
-def _cut_escapes(plan: Plan, text: str, result: Scan, cut: CutPoint, final: bool) -> None:
+def _cut_escapes(plan: CutPlan, text: str, result: Scan, cut: CutPoint, final: bool) -> None:
     """Closers and quotes that close something opened before the cursor."""
     stack = list(plan.open_before)
     for escape in result.escapes:
@@ -204,7 +204,7 @@ def _depth_after(result: Scan, line: Line) -> int | None:
     return None
 
 
-def _cut_overlap(plan: Plan, text: str, cut: CutPoint) -> None:
+def _cut_overlap(plan: CutPlan, text: str, cut: CutPoint) -> None:
     """The completion runs into the rest of the cursor's line: cut where that begins."""
     rest = plan.rest
     if not rest:
@@ -218,7 +218,7 @@ def _cut_overlap(plan: Plan, text: str, cut: CutPoint) -> None:
         pos = text.find(rest, pos + 1)
 
 
-def partial_overlap(plan: Plan, text: str) -> int | None:
+def partial_overlap(plan: CutPlan, text: str) -> int | None:
     """Where `text` ends with the beginning of the rest of the line (the model stopped part-way
     through writing it again), or None. Only a final text is judged this way."""
     rest = plan.rest
@@ -234,14 +234,14 @@ def partial_overlap(plan: Plan, text: str) -> int | None:
     return None
 
 
-def _at_code_level(plan: Plan, text: str, pos: int, rest: str) -> bool:
+def _at_code_level(plan: CutPlan, text: str, pos: int, rest: str) -> bool:
     if _word(rest[0]) and pos > 0 and _word(text[pos - 1]):
         return False
     head = scan(text[:pos], plan.spec)
     return head.end_string is None and not head.end_comment and head.end_depth <= 0
 
 
-def _cut_line(plan: Plan, text: str, result: Scan, cut: CutPoint) -> None:
+def _cut_line(plan: CutPlan, text: str, result: Scan, cut: CutPoint) -> None:
     """Single-line mode: the first line break outside brackets the completion opened (a call
     spread over lines is one line's unit); inside a string, the first line break."""
     for line in result.lines[1:]:
@@ -252,7 +252,7 @@ def _cut_line(plan: Plan, text: str, result: Scan, cut: CutPoint) -> None:
             return
 
 
-def _cut_lines(plan: Plan, text: str, result: Scan, cut: CutPoint, final: bool) -> None:
+def _cut_lines(plan: CutPlan, text: str, result: Scan, cut: CutPoint, final: bool) -> None:
     escape_starts = {e.pos for e in result.escapes}
     seen: list[tuple[str, int]] = []  # the lines so far (rstripped) and where to cut before each
     for index, line in enumerate(result.lines):
@@ -319,7 +319,7 @@ def _same_line(full: str, next_line: str, index: int) -> bool:
     return full.rstrip() == next_line
 
 
-def _ends_block(plan: Plan, line: Line, body: str, whole: bool) -> str | None:
+def _ends_block(plan: CutPlan, line: Line, body: str, whole: bool) -> str | None:
     """ "before": the line leaves the block; "after": it closes the block (`end`); "": neither;
     None: undecided until more of the line arrives."""
     assert line.indent is not None
