@@ -115,7 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_tokens",
         64,
-        "most tokens one suggestion generates",
+        "most tokens one suggestion generates: the one cap (a preset sets none of its own)",
         minimum=1,
         maximum=4096,
     ),
