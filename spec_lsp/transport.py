@@ -8,12 +8,10 @@ memory), one connection at a time. This module owns the sockets and who may spea
 - One client: while a connection is served, another is closed at once, nothing read from it or
   written to it; when a connection closes, the next one is accepted (the server keeps running;
   a client reconnecting while its old connection's session still ends waits for that end).
-- Admission: the first message must be `initialize` carrying `initializationOptions.token`
-  (compared in constant time); anything else, or a client silent for `ADMIT_TIMEOUT_S`, is closed
-  without a reply. The token is removed from the message before the protocol sees it, so it
-  reaches no log and no setting. On a Unix socket the token is optional (its mode protects it).
-- An HTTP request line as the first line (a browser's request to 127.0.0.1) closes the
-  connection; every frame is read by `wire.py`'s bounded, resynchronizing reader, as on stdin.
+- Admission (`access.py`): the first message must be `initialize` with the token (where one is
+  required); anything else, or a client silent for `ADMIT_TIMEOUT_S`, is closed without a reply.
+  An HTTP request line as the first line (a browser's request to 127.0.0.1) closes it too; every
+  frame is read by `wire.py`'s bounded, resynchronizing reader, as on stdin.
 
 It knows nothing of LSP beyond the first message: the server (`SpecServer`, the `Sessions` it is)
 turns an admitted connection into a session and ends it when the connection closes.
@@ -23,12 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
-import json
 import logging
 import os
-import re
-import secrets
 import signal
 import socket
 import stat
@@ -38,17 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from spec_lsp.access import admit, is_http_request
 from spec_lsp.wire import Readable, relay
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "SPEC_LSP_TOKEN"
 ADMIT_TIMEOUT_S = 10.0  # a connection that has not sent its initialize by then is closed
 SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is disconnected
 ENDING_GRACE_S = 2.0  # a new connection waits this long for a closing one's session to end
-_HTTP_REQUEST = re.compile(
-    rb"^\s*(?:[A-Z]+ \S+ HTTP/\d|(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) )"
-)
 
 
 class TransportError(Exception):
@@ -65,48 +56,6 @@ class Sessions(Protocol):
     def close_session(self) -> None:
         """Ends the session of the connection that closed (its documents, its requests)."""
         ...
-
-
-# -- tokens -------------------------------------------------------------------------------------
-def configured_token(token_file: str | None) -> str | None:
-    """The token from `--token-file` (its content, stripped), else from $SPEC_LSP_TOKEN, else
-    None."""
-    if token_file:
-        try:
-            token = Path(token_file).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TransportError(f"cannot read the token file {token_file}: {exc}") from None
-        if not token:
-            raise TransportError(f"the token file {token_file} is empty")
-        return token
-    return os.environ.get(TOKEN_ENV, "").strip() or None
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def token_path(port: int) -> Path:
-    """Where a generated token is written for local editors: $XDG_RUNTIME_DIR/spec-lsp/PORT.token,
-    or ~/.cache/spec-lsp/run/PORT.token without a runtime directory."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) / "spec-lsp" if runtime else Path.home() / ".cache" / "spec-lsp" / "run"
-    return base / f"{port}.token"
-
-
-def write_private(path: Path, text: str) -> None:
-    """Writes `text` to `path` readable by the owner only (a 0700 directory, a 0600 file written
-    under a fresh name and renamed over the old one)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.parent.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise TransportError(f"{path.parent} is not a directory of this user")
-    os.chmod(path.parent, 0o700)
-    fresh = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text + "\n")
-    os.replace(fresh, path)
 
 
 # -- listening ----------------------------------------------------------------------------------
@@ -233,30 +182,13 @@ class _RefuseHttp:
         line = self._connection.reader.readline(limit)
         if self._first and line.strip():
             self._first = False
-            if _HTTP_REQUEST.match(line):
+            if is_http_request(line):
                 log.warning("refused %s: an HTTP request, not LSP", self._connection.peer)
                 return b""
         return line
 
     def read(self, size: int = -1, /) -> bytes:
         return self._connection.reader.read(size)
-
-
-def admit(body: bytes, token: str | None) -> bytes | None:
-    """The first message as the protocol may see it (the token taken out), or None: refused."""
-    try:
-        message: Any = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    params = message.get("params") if isinstance(message, dict) else None
-    options = params.get("initializationOptions") if isinstance(params, dict) else None
-    given = options.pop("token", None) if isinstance(options, dict) else None
-    if token is not None:
-        if message.get("method") != "initialize" or not isinstance(given, str):
-            return None
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return None
-    return body if given is None else json.dumps(message).encode()
 
 
 class _Gate:

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import NoReturn
 
-from spec_lsp import transport
+from spec_lsp import access, transport
 from spec_lsp.config import Options
 
 
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--token-file",
         metavar="PATH",
-        help=f"the token clients must present (else ${transport.TOKEN_ENV}; "
+        help=f"the token clients must present (else ${access.TOKEN_ENV}; "
         "on TCP, else a new one, printed and written for local editors)",
     )
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
@@ -118,9 +118,9 @@ def serve(args: argparse.Namespace) -> int:
         server.start_io()
         leave(server.exit_code)
     try:
-        token = transport.configured_token(args.token_file)
+        token = access.configured_token(args.token_file)
         listener = transport.listen_tcp(*tcp) if tcp else transport.listen_unix(args.socket)
-    except transport.TransportError as exc:
+    except (access.AccessError, transport.TransportError) as exc:
         print(f"spec-lsp serve: {exc}", file=sys.stderr)
         return 1
     try:
@@ -142,13 +142,13 @@ def serve(args: argparse.Namespace) -> int:
 
 def announce_token(listener: transport.Listener) -> str:
     """A new token, printed once to stderr and written 0600 for local editors (removed at exit)."""
-    token = transport.new_token()
+    token = access.new_token()
     print(f"spec-lsp: TCP token: {token}", file=sys.stderr, flush=True)
     assert listener.port is not None
-    path = transport.token_path(listener.port)
+    path = access.token_path(listener.port)
     try:
-        transport.write_private(path, token)
-    except (OSError, transport.TransportError) as exc:
+        access.write_private(path, token)
+    except (OSError, access.AccessError) as exc:
         logging.getLogger(__name__).warning("could not write the token to %s: %s", path, exc)
     else:
         listener.remove_at_close.append(path)
