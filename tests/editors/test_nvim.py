@@ -652,6 +652,29 @@ def test_a_projects_own_venv_runs_only_when_the_user_opts_in(tmp_path: Path) -> 
     assert default_cmd(NVIM, tmp_path, workspace_venv=True)[0] == str(exe)
 
 
+@needs_nvim
+def test_a_shared_server_address_without_a_port_is_refused_with_a_message(tmp_path: Path) -> None:
+    assert NVIM is not None
+    script = tmp_path / "bad.lua"
+    script.write_text(
+        f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
+        "local said = {}\n"
+        "vim.notify = function(msg) said[#said + 1] = msg end\n"
+        "require('spec_lsp').setup({ server = { tcp = 'localhost' } })\n"
+        "local server = require('spec_lsp.config').options.server\n"
+        "io.stdout:write(vim.json.encode({ said = said, kept = server == nil }))\n"
+    )
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-l", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    out = json.loads(proc.stdout)
+    assert out["kept"] and any("server" in m and "HOST:PORT" in m for m in out["said"]), out
+
+
 # --- the real bundled model ---
 
 

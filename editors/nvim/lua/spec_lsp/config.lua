@@ -75,6 +75,7 @@ local checks = {
     end
     local ok = type(v) == "table"
       and (type(v.tcp) == "string") ~= (type(v.socket) == "string")
+      and (v.tcp == nil or v.tcp:match("^%[?[^%]]*%]?:%d+$") ~= nil)
       and (v.token == nil or type(v.token) == "string")
       and (v.token_file == nil or type(v.token_file) == "string")
     return ok, "{ tcp = \"HOST:PORT\" } or { socket = PATH }, with an optional token or token_file"
