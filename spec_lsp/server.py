@@ -6,7 +6,8 @@ Everything else (scheduling, prompts, models) lives behind `CompletionService`.
 
 Size: as the only module allowed pygls, it holds both the handlers (`build_server` registers one
 small closure per LSP method, 17 of them) and the protocol rules applied before dispatch (the
-initialize/exit order, malformed params, skipping pygls' own document copy, stdio serving).
+initialize/exit order, malformed params, skipping pygls' own document copy, stdio serving, and a
+shared server's sessions: a fresh protocol per client, the models kept).
 """
 
 from __future__ import annotations
