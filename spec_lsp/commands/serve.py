@@ -113,7 +113,9 @@ def serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level, args.log_file)
     from spec_lsp.server import build_server
 
-    server = build_server(preset=args.preset, device=args.device)
+    server = build_server(
+        preset=args.preset, device=args.device, trust_remote_code=args.trust_remote_code
+    )
     if tcp is None and not args.socket:
         server.start_io()
         leave(server.exit_code)

@@ -153,3 +153,38 @@ def test_the_preset_the_user_started_with_is_kept_whatever_its_kind(allowed: obj
     )
     with pytest.raises(ValueError, match="unknown"):
         trust.allow_client_presets("everything")
+
+
+def test_serve_trust_remote_code_reaches_the_server_and_only_from_its_flag(
+    monkeypatch: pytest.MonkeyPatch, allowed: object
+) -> None:
+    """The one way to turn it on (a client's `trustRemoteCode` is ignored: tests/test_config.py)."""
+    import logging
+
+    from spec_lsp import server as server_module
+    from spec_lsp.cli import build_parser
+    from spec_lsp.commands import serve as serve_command
+
+    built: list[dict[str, object]] = []
+
+    class Served(Exception):
+        pass
+
+    class FakeServer:
+        def start_io(self) -> None:
+            raise Served  # instead of serving stdio and ending the process
+
+    def build(**kwargs: object) -> FakeServer:
+        built.append(kwargs)
+        return FakeServer()
+
+    monkeypatch.setattr(server_module, "build_server", build)
+    handlers = logging.getLogger().handlers[:]
+    try:
+        for flags, trusted in (([], False), (["--trust-remote-code"], True)):
+            args = build_parser().parse_args(["serve", "--preset", "tiny", *flags])
+            with pytest.raises(Served):
+                serve_command.serve(args)
+            assert built[-1]["trust_remote_code"] is trusted
+    finally:
+        logging.getLogger().handlers[:] = handlers
