@@ -121,3 +121,25 @@ def test_a_failed_smoke_test_removes_the_library_and_says_why(tmp_path: Path) ->
     with pytest.raises(library.LibraryError, match="failed its smoke test .*signal"):
         library.smoke_test(lib)
     assert not lib.exists()
+
+
+@needs_build
+def test_kernels_build_names_the_path_and_library_it_checked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from spec_lsp.cli import main
+
+    assert main(["kernels", "build"]) == 0
+    out = capsys.readouterr().out
+    assert f"{native.isa()} path" in out and str(native.library_path()) in out
+
+
+def test_kernels_build_with_the_kernels_off_builds_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from spec_lsp.cli import main
+
+    monkeypatch.setenv("SPEC_LSP_KERNELS", "torch")
+    monkeypatch.setenv("SPEC_LSP_CACHE", str(tmp_path))
+    assert main(["kernels", "build"]) == 0
+    assert "off here" in capsys.readouterr().out and not (tmp_path / "kernels").exists()
