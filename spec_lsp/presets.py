@@ -124,11 +124,6 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
             f"preset {name!r}: max_new_tokens is not a preset key (the `maxTokens` setting caps"
             " each suggestion); remove it"
         )
-    if "max_new_tokens" in data:  # read by nothing once: the client's `maxTokens` is the one cap
-        raise PresetError(
-            f"preset {name!r}: max_new_tokens is not a preset key (the `maxTokens` setting caps"
-            " each suggestion); remove it"
-        )
     target = text("target")
     if not target:
         raise PresetError(f"preset {name!r} has no target")
