@@ -135,6 +135,11 @@ def _check(result: dict[str, Any]) -> None:
     # got ghost text from that server, whose log never holds the token.
     shared = result["shared"]
     assert shared["ghost"].strip() and shared["tokenInLog"] is False, shared
+    # With no server configured or on PATH, the workspace's own .venv/bin/spec-lsp ran only after
+    # the user answered "Run it" to the extension's question.
+    consent = result["venvConsent"]
+    assert "has its own spec-lsp" in consent["question"], consent
+    assert consent["ranBeforeAnswer"] is False, consent
 
 
 def test_vscode_shows_spec_lsp_ghost_text_and_tab_accepts_it_tiny_model() -> None:

@@ -5,8 +5,10 @@
 // file, then checks the status bar and its menu's stats view, a partial accept, cycling
 // alternatives with Alt+] / Alt+[, accepting the next line with Alt+Down, the menu's per-language
 // switch, the manual-only switch (specLsp.autoTrigger), recording (outside the workspace), a
-// shared server over TCP with its token, and a broken server. The workspace's own settings name a server that must not run (machine scope). Every wait is bounded; on failure it saves
-// a screenshot and the logs under $SPEC_LSP_E2E_OUT. Exit code 0 on success, 1 on failure.
+// shared server over TCP with its token, a broken server, and last the workspace's own
+// .venv/bin/spec-lsp, which runs only once allowed. The workspace's own settings name a server
+// that must not run (machine scope). Every wait is bounded; on failure it saves a screenshot and
+// the logs under $SPEC_LSP_E2E_OUT. Exit code 0 on success, 1 on failure.
 //
 // Environment (tests/editors/test_vscode_e2e.py sets it from editors/vscode/.setup.json):
 //   SPEC_LSP_CODE_SERVER, SPEC_LSP_CHROMIUM, SPEC_LSP_VSIX, SPEC_LSP_SERVER (spec-lsp executable),
@@ -244,6 +246,10 @@ async function startCodeServer(): Promise<string> {
   fs.mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
   const evil = path.join(workspace, "evil.sh");
   fs.writeFileSync(evil, '#!/bin/sh\ntouch "$(dirname "$0")/evil-ran"\nexit 1\n', { mode: 0o755 });
+  // The repository's own server: it may run only once the user allows it (the last phase).
+  fs.mkdirSync(path.join(workspace, ".venv", "bin"), { recursive: true });
+  const venvServer = '#!/bin/sh\ntouch "$(dirname "$0")/../../venv-ran"\necho "the workspace server ran" >&2\nexit 1\n';
+  fs.writeFileSync(path.join(workspace, ".venv", "bin", "spec-lsp"), venvServer, { mode: 0o755 });
   fs.writeFileSync(
     path.join(workspace, ".vscode", "settings.json"),
     JSON.stringify({ "specLsp.serverPath": evil, "specLsp.serverArgs": ["--evil"], "specLsp.recordDirectory": "${workspaceFolder}/rec" }),
@@ -251,7 +257,9 @@ async function startCodeServer(): Promise<string> {
   const config = path.join(tmp, "config.yaml");
   fs.writeFileSync(config, "auth: none\ncert: false\n");
   // code-server needs the Node it was built for (ours runs this script) first on PATH.
-  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`, XDG_RUNTIME_DIR: runtimeDir() };
+  // No spec-lsp on PATH, so that with serverPath empty only the workspace's .venv is left.
+  const pathDirs = (process.env.PATH ?? "").split(path.delimiter).filter((d) => d && !fs.existsSync(path.join(d, "spec-lsp")));
+  const env = { ...process.env, PATH: [path.dirname(process.execPath), ...pathDirs].join(path.delimiter), XDG_RUNTIME_DIR: runtimeDir() };
   const dirs = ["--config", config, "--user-data-dir", user, "--extensions-dir", exts];
   runChecked(CODE_SERVER, [...dirs, "--install-extension", VSIX, "--force"], env, 120);
 
@@ -422,6 +430,8 @@ interface Result {
   manual: { asked: number; ghost: string };
   /** The shared server phase: its address, the ghost text it gave, whether its token was logged. */
   shared: { address: string; ghost: string; tokenInLog: boolean };
+  /** The question asked before the workspace's own server ran, and whether it ran before the answer. */
+  venvConsent: { question: string; ranBeforeAnswer: boolean };
   /** What the workspace's own settings left in the workspace (nothing, they are ignored). */
   workspaceLeftovers: string[];
   statusBar: string;
@@ -695,8 +705,25 @@ async function run(): Promise<Result> {
     return first[0];
   });
   log(`notification: ${JSON.stringify(failure)}`);
-  const workspaceLeftovers = fs.readdirSync(path.join(tmp, "workspace")).filter((f) => !["stats.py", ".vscode", "evil.sh"].includes(f));
-  return { ghost, nextLine, languageSwitch, manual, shared, workspaceLeftovers, statusBar, statsLines, partialLines, cycle, session, failure };
+  const workspaceLeftovers = fs.readdirSync(path.join(tmp, "workspace")).filter((f) => !["stats.py", ".vscode", ".venv", "evil.sh"].includes(f));
+
+  // serverPath empty and no spec-lsp on PATH: the workspace's .venv/bin/spec-lsp is the only one
+  // left, and the extension asks before running it; it runs once "Run it" is clicked.
+  const venvConsent = await phase("a workspace's own .venv runs only once allowed", async () => {
+    const marker = path.join(tmp, "workspace", "venv-ran");
+    await p.goto("about:blank");
+    writeSettings(path.join(tmp, "user-data"), { ...settings(OUT), "specLsp.serverPath": "" });
+    await p.goto(url, { timeout: 120_000 });
+    await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
+    const toast = p.locator(".notification-toast", { hasText: "has its own spec-lsp" });
+    const question = clean(await until("the question about the workspace's server", 60, async () => ((await toast.count()) ? toast.first().innerText() : undefined)));
+    const ranBeforeAnswer = fs.existsSync(marker);
+    await toast.first().getByRole("button", { name: "Run it", exact: true }).click();
+    await until("the allowed workspace server to run", 30, () => Promise.resolve(fs.existsSync(marker) ? true : undefined));
+    return { question, ranBeforeAnswer };
+  });
+  log(`workspace .venv: ${JSON.stringify(venvConsent)}`);
+  return { ghost, nextLine, languageSwitch, manual, shared, workspaceLeftovers, venvConsent, statusBar, statsLines, partialLines, cycle, session, failure };
 }
 
 /** On failure: what the window looked like, and every log that could say why. */
