@@ -139,7 +139,7 @@ def serve(args: argparse.Namespace) -> int:
         server.start_shared(listener.sock, token)
     finally:
         listener.close()
-    leave(0)
+    return 0
 
 
 def announce_token(listener: transport.Listener) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import stat
 import subprocess
 import time
@@ -22,15 +23,16 @@ SECRET = "TOP_SECRET_DOCUMENT_TEXT_4711"
 
 
 class FakeServer:
-    tcp: tuple[str, int] | None = None
+    tcp: tuple[str, int] | None = None  # where the shared server's socket is bound
 
-    def start_tcp(self, host: str, port: int) -> None:
-        FakeServer.tcp = (host, port)
+    def start_shared(self, listener: socket.socket, token: str | None) -> None:
+        FakeServer.tcp = listener.getsockname()[:2]
 
 
 @pytest.fixture
-def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.setattr(spec_lsp.server, "build_server", lambda **_: FakeServer())
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where a generated token is written
     FakeServer.tcp = None
     yield
     import logging
@@ -41,6 +43,8 @@ def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def serve_args(tcp: str) -> argparse.Namespace:
     return argparse.Namespace(
         tcp=tcp,
+        socket=None,
+        token_file=None,
         preset="tiny",
         device="cpu",
         log_level="INFO",
@@ -51,23 +55,23 @@ def serve_args(tcp: str) -> argparse.Namespace:
 
 @pytest.mark.parametrize(
     ("tcp", "listens"),
-    [("8123", ("127.0.0.1", 8123)), (":8123", ("127.0.0.1", 8123)), ("[::1]:8123", ("::1", 8123))],
+    [("0", "127.0.0.1"), (":0", "127.0.0.1"), ("[::1]:0", "::1")],
 )
 def test_tcp_listens_on_loopback_unless_a_host_is_named_and_says_nothing(
-    fake_server: None, capsys: pytest.CaptureFixture[str], tcp: str, listens: tuple[str, int]
+    fake_server: None, capsys: pytest.CaptureFixture[str], tcp: str, listens: str
 ) -> None:
     assert serve_cmd.serve(serve_args(tcp)) == 0
-    assert FakeServer.tcp == listens
-    assert "authentication" not in capsys.readouterr().err
+    assert FakeServer.tcp is not None and FakeServer.tcp[0] == listens
+    assert "WARNING" not in capsys.readouterr().err
 
 
 def test_tcp_on_another_host_is_warned_about(
     fake_server: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert serve_cmd.serve(serve_args("0.0.0.0:8123")) == 0
-    assert FakeServer.tcp == ("0.0.0.0", 8123)
+    assert serve_cmd.serve(serve_args("0.0.0.0:0")) == 0
+    assert FakeServer.tcp is not None and FakeServer.tcp[0] == "0.0.0.0"
     err = capsys.readouterr().err
-    assert "WARNING" in err and "no authentication" in err
+    assert "WARNING" in err and "in plain text" in err
 
 
 def _session_with_secrets(server: ServerProcess) -> None:
