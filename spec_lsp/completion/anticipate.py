@@ -6,125 +6,131 @@
   likely first tokens, each continued as usual (greedy, with speculation, over the prompt's KV).
 - `warm_up`: on idle engine time, a document just opened (or open when the model is ready) has
   the KV of its prompts' common start prefilled: the prompt for the furthest cursor whose window
-  starts at the top of the file (`PromptBuilder.head`), which every prompt for a cursor above it
+  starts at the top of the file (`Planner.head`), which every prompt for a cursor above it
   begins with, token for token. A cold file's first request then prefills only what follows.
 
-Both build their prompts and rules exactly as a request at that position would (the service's
-`_prompt`, the syntax port's cutter), so their answers are the ones that request would get.
+Each takes its plan from the planner (`plan.py`), as a request at that position would, so their
+answers are the ones that request would get. The service hands its parts in; this module does not
+know the service.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from spec_lsp.completion.feedback import Suggestion
-from spec_lsp.completion.live import GenerationFailed, Live
-from spec_lsp.completion.prefetch import Ahead, after_accept
-from spec_lsp.completion.reuse import Anchor
-from spec_lsp.completion.syntax_port import Cut
-from spec_lsp.documents import Document
+from spec_lsp.completion.feedback import Feedback, Suggestion
+from spec_lsp.completion.live import GenerationFailed, Generations, Live
+from spec_lsp.completion.neighbours import Neighbours
+from spec_lsp.completion.plan import Planner
+from spec_lsp.completion.prefetch import Ahead, Prefetch, after_accept
+from spec_lsp.completion.reuse import Reuse
+from spec_lsp.config import Options
+from spec_lsp.documents import Document, DocumentStore
 
-if TYPE_CHECKING:
-    from spec_lsp.completion.service import CompletionService
 
+class Anticipation:
+    def __init__(
+        self,
+        planner: Planner,
+        docs: DocumentStore,
+        live: Generations,
+        prefetch: Prefetch,
+        reuse: Reuse,
+        feedback: Feedback,
+        neighbours: Neighbours,
+        options: Callable[[], Options],
+        can_warm: Callable[[Document], bool],
+    ) -> None:
+        """`options`: the service's current options; `can_warm(doc)`: whether the document is
+        served by a backend that stops within a pass and keeps what it computed."""
+        self.planner, self.docs, self.live, self.prefetch = planner, docs, live, prefetch
+        self.reuse, self.feedback, self.neighbours = reuse, feedback, neighbours
+        self._options, self._can_warm = options, can_warm
 
-async def prefetch_after(
-    service: CompletionService,
-    doc: Document,
-    version: int,
-    pos: tuple[int, int],
-    shown: str,
-    early: Live | None = None,
-) -> None:
-    """The suggestion after `shown` (made at `pos` of `doc` at `version`) is accepted whole.
-    `early`: the generation still running after an early answer (`shown` is its first lines):
-    once it ends, its whole suggestion is the one whose accept is prefetched."""
-    await asyncio.sleep(0)  # the answer goes out first
-    s = service
-    if early is not None:
-        await asyncio.wait({early.job.future})
-        await asyncio.sleep(0)  # its settling callbacks run first
-        if not early.settled or not early.anchor.text.startswith(shown):
+    async def prefetch_after(
+        self,
+        doc: Document,
+        version: int,
+        pos: tuple[int, int],
+        shown: str,
+        early: Live | None = None,
+    ) -> None:
+        """The suggestion after `shown` (made at `pos` of `doc` at `version`) is accepted whole.
+        `early`: the generation still running after an early answer (`shown` is its first
+        lines): once it ends, its whole suggestion is the one whose accept is prefetched."""
+        await asyncio.sleep(0)  # the answer goes out first
+        if early is not None:
+            await asyncio.wait({early.job.future})
+            await asyncio.sleep(0)  # its settling callbacks run first
+            if not early.settled or not early.anchor.text.startswith(shown):
+                return
+            shown = early.anchor.text
+        if self.docs.get(doc.uri) is not doc or doc.version != version or self.live.busy():
             return
-        shown = early.anchor.text
-    if s.docs.get(doc.uri) is not doc or doc.version != version or s.live.busy():
-        return
-    prefix, suffix = doc.prefix_suffix(*pos)
-    new_prefix, row, col = after_accept(prefix, shown)
-    text = new_prefix + suffix
-    scratch = "prefetch:" + doc.uri  # the syntax layer's rules for the text after the accept
-    s.syntax.open(scratch, doc.language_id, text)
-    try:
-        cutter = s.syntax.cutter(scratch, row, col, new_prefix, suffix)
-        context = s.syntax.context(scratch, row, col)
-    finally:
-        s.syntax.close(scratch)
-    if cutter.mode == "none" or s._prompts is None:
-        return
-    s.neighbours.settle(keep=doc.uri)  # idle time: what the request after the accept will see
-    prompt = s._prompt(doc, text.split("\n"), row, col, context, remember=False)
-    cut = Cut(cutter, prompt.lead, prompt.markers)
-    key = s._key(prompt, cut)
-    if s.reuse.cache.get(key) is not None:
-        return
-    anchor = Anchor(new_prefix, suffix)
-    live = s.live.start(doc.uri, prompt.text, cut, anchor, s.options, prefetch=True)
-    ahead = Ahead(doc.uri, text, key, live, len(prefix), len(new_prefix))
-    live.keep = ahead.toward  # accepting a line or a word of it keeps this prefetch running
-    answer = await s.prefetch.run(ahead)
-    if answer is not None:
-        s.reuse.cache.put(key, answer)
+        prefix, suffix = doc.prefix_suffix(*pos)
+        new_prefix, row, col = after_accept(prefix, shown)
+        text = new_prefix + suffix
+        self.neighbours.settle(keep=doc.uri)  # idle time: what the request after it will see
+        plan = self.planner.at(doc, row, col, lines=text.split("\n"), remember=False)
+        if plan is None or self.reuse.cache.get(plan.key) is not None:
+            return
+        options = self._options()
+        live = self.live.start(
+            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), options, prefetch=True
+        )
+        ahead = Ahead(doc.uri, text, plan.key, live, len(prefix), len(new_prefix))
+        live.keep = ahead.toward  # accepting a line or a word of it keeps this prefetch running
+        answer = await self.prefetch.run(ahead)
+        if answer is not None:
+            self.reuse.cache.put(plan.key, answer)
 
+    async def alternatives(
+        self, doc: Document, pos: tuple[int, int], first: str, n: int
+    ) -> list[Suggestion]:
+        """Up to n - 1 suggestions other than `first` at `pos`, issued (ids) in rank order."""
+        version, texts = doc.version, [first]
+        plan = self.planner.at(doc, *pos)
+        if plan is None:
+            return []
+        for rank in range(1, n + 1):  # one rank more: a branch may trim to one already had
+            if len(texts) >= n:
+                break
+            anchor = plan.anchor()
+            live = self.live.start(
+                doc.uri, plan.prompt.text, plan.cut, anchor, self._options(), first_rank=rank
+            )
+            try:
+                result = await self.live.wait(live.job)
+            except GenerationFailed:  # the first suggestion stands; alternatives end here
+                break
+            if result is None or doc.version != version:
+                break
+            self.live.settle(live, result)
+            if anchor.text and anchor.text not in texts:
+                texts.append(anchor.text)
+        return [self.feedback.issue(text) for text in texts[1:]]
 
-async def alternatives(
-    service: CompletionService, doc: Document, pos: tuple[int, int], first: str, n: int
-) -> list[Suggestion]:
-    """Up to n - 1 suggestions other than `first` at `pos`, issued (ids) in rank order."""
-    s, version, texts = service, doc.version, [first]
-    prefix, suffix = doc.prefix_suffix(*pos)
-    cutter = s.syntax.cutter(doc.uri, *pos, prefix, suffix)
-    prompt = s._prompt(doc, doc.lines, *pos, s.syntax.context(doc.uri, *pos))
-    cut = Cut(cutter, prompt.lead, prompt.markers)
-    for rank in range(1, n + 1):  # one rank more: a branch may trim to one already had
-        if len(texts) >= n:
-            break
-        anchor = Anchor(prefix, suffix)
-        live = s.live.start(doc.uri, prompt.text, cut, anchor, s.options, first_rank=rank)
+    def warm_up(self, doc: Document) -> None:
+        """Starts prefilling `doc`'s KV for the start of its prompts (see the module
+        docstring), as a prefetch: superseded by the document's next generation, cancelled by a
+        request for another document, one short prefill pass at most. Only on a backend that
+        stops within a pass and keeps what it computed (the local engine; `remote.warmup` has
+        llama-server's own)."""
+        if not self._options().kv_reuse or not self._can_warm(doc):
+            return
         try:
-            result = await s.live.wait(live.job)
-        except GenerationFailed:  # the first suggestion stands; alternatives end here
-            break
-        if result is None or doc.version != version:
-            break
-        s.live.settle(live, result)
-        if anchor.text and anchor.text not in texts:
-            texts.append(anchor.text)
-    return [s.feedback.issue(text) for text in texts[1:]]
-
-
-def warm_up(service: CompletionService, doc: Document) -> None:
-    """Starts prefilling `doc`'s KV for the start of its prompts (see the module docstring), as
-    a prefetch: superseded by the document's next generation, cancelled by a request for another
-    document, one short prefill pass at most. Only on a backend that stops within a pass and
-    keeps what it computed (the local engine; `remote.warmup` has llama-server's own)."""
-    s = service
-    if s._prompts is None or not s._serving(doc) or not s.options.kv_reuse:
-        return
-    if not s.worker.capabilities.warm_up:  # a remote engine warms its own way
-        return
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no loop (a synchronous caller): nothing runs in the background
-        return
-    if s.live.running(doc.uri) is not None:
-        return
-    s.neighbours.settle(keep=doc.uri)  # the chunks of other files its first request will see
-    row, col = s._prompts.head(doc.lines, s._files(doc, doc.lines)[0])
-    prefix, suffix = doc.prefix_suffix(row, col)
-    cutter = s.syntax.cutter(doc.uri, row, col, prefix, suffix)
-    prompt = s._prompt(doc, doc.lines, row, col, s.syntax.context(doc.uri, row, col), False)
-    cut = Cut(cutter, prompt.lead, prompt.markers)
-    live = s.live.start(doc.uri, prompt.text, cut, Anchor(prefix, suffix), s.options, warm=True)
-    live.keep = lambda _text: True  # no keystroke makes the start of the file's prompts useless
-    s.prefetch.warming(live)
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a synchronous caller): nothing runs in the background
+            return
+        if self.live.running(doc.uri) is not None:
+            return
+        self.neighbours.settle(keep=doc.uri)  # the chunks of other files its request will see
+        plan = self.planner.head(doc)
+        if plan is None:
+            return
+        live = self.live.start(
+            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), self._options(), warm=True
+        )
+        live.keep = lambda _text: True  # no keystroke makes the start of its prompts useless
+        self.prefetch.warming(live)

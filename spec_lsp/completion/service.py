@@ -21,20 +21,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
-from spec_lsp.completion.anticipate import alternatives, prefetch_after, warm_up
+from spec_lsp.completion.anticipate import Anticipation
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
 from spec_lsp.completion.live import GenerationFailed, Generations, Live
-from spec_lsp.completion.neighbours import Neighbours, markers, private, render, shareable
+from spec_lsp.completion.neighbours import Neighbours, private, shareable
+from spec_lsp.completion.plan import Plan, Planner
 from spec_lsp.completion.prefetch import Prefetch
-from spec_lsp.completion.reuse import Anchor, CacheKey, Reuse
-from spec_lsp.completion.syntax_port import Cut, SyntaxPort
+from spec_lsp.completion.reuse import CacheKey, Reuse
+from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore, Encoding
 from spec_lsp.engine.api import GenerationResult
-from spec_lsp.prompt import Prompt, PromptBuilder
 from spec_lsp.stats import ServerStats
 from spec_lsp.worker import InferenceWorker
 
@@ -62,7 +61,13 @@ class CompletionService:
         self.feedback = Feedback(self.stats)
         self.prefetch = Prefetch(self.live, self.stats)
         self.neighbours = Neighbours(admits=lambda uri, lang: shareable(self.options, uri, lang))
-        self._prompts: PromptBuilder | None = None
+        self.planner = Planner(self.syntax, self.neighbours, self._tell_other_files)
+        self.planner.configure(None, options)
+        self.anticipation = Anticipation(
+            self.planner, self.docs, self.live, self.prefetch, self.reuse, self.feedback,
+            self.neighbours, lambda: self.options,
+            lambda doc: self._serving(doc) and self.worker.capabilities.warm_up,
+        )  # fmt: skip
         self._opened: str | None = None  # the document opened last
 
     # -- documents ----------------------------------------------------------------------------
@@ -72,7 +77,7 @@ class CompletionService:
         self.neighbours.note(uri, text.split("\n"), 0, language_id)
         self._opened = uri
         if self.options.prefetch and (doc := self.docs.get(uri)) is not None:
-            warm_up(self, doc)  # idle time before the first keystroke: prefill the file's start
+            self.anticipation.warm_up(doc)  # idle time before the first keystroke
 
     def _syntax_source(self, uri: str) -> tuple[str, str] | None:
         doc = self.docs.get(uri)
@@ -107,20 +112,19 @@ class CompletionService:
         self.live.close(uri)
         self.arrivals.forget(uri)
         self.reuse.forget(uri)
-        if self._prompts is not None:
-            self._prompts.forget(uri)
+        self.planner.forget(uri)
         self.worker.call(lambda backend: backend.forget(uri), frees_memory=True)
 
     # -- model and options ----------------------------------------------------------------------
     def model_ready(self) -> None:
         """Called after a (re)load: prompts follow the new model family; the document opened
-        last is warmed up (`anticipate.warm_up`)."""
-        self._prompts = self._prompt_builder()
+        last is warmed up (`Anticipation.warm_up`)."""
+        self.planner.configure(self.worker.info, self.options)
         self.reuse.clear()
         self.prefetch.clear()
         doc = self.docs.get(self._opened) if self._opened else None
         if self.options.prefetch and doc is not None:
-            warm_up(self, doc)
+            self.anticipation.warm_up(doc)
 
     def set_options(self, options: Options) -> None:
         def generation(o: Options) -> tuple[object, ...]:
@@ -131,14 +135,8 @@ class CompletionService:
             self.prefetch.clear()
         self.options = options
         self.neighbours.refilter()  # a language turned off, a private pattern added
-        if self._prompts is not None:
-            self._prompts = self._prompt_builder()
-
-    def _prompt_builder(self) -> PromptBuilder:
-        info = self.worker.info
-        return PromptBuilder(
-            info.fim, info.context_tokens, self.options.max_tokens, info.prefill_tokens_per_s
-        )
+        loaded = self.planner.prompts is not None
+        self.planner.configure(self.worker.info if loaded else None, options)
 
     def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
         out = self.stats.to_wire(model)
@@ -196,7 +194,7 @@ class CompletionService:
         if self.options.prefetch and self.options.temperature == 0:
             running = self.live.running(uri)  # still generating: the text is an early answer
             early = running if running is not None and not running.prefetch else None
-            after = prefetch_after(self, doc, doc.version, pos, text, early)
+            after = self.anticipation.prefetch_after(doc, doc.version, pos, text, early)
             prefix, suffix = doc.prefix_suffix(*pos)
             self.prefetch.schedule(uri, after, None if early else prefix + text + suffix)
         return self.feedback.issue(text)
@@ -219,9 +217,9 @@ class CompletionService:
         if first is None or n <= 1 or doc is None or self.docs.get(uri) is not doc:
             return [] if first is None else [first]
         pos = doc.position(line, character, encoding)
-        if pos is None or doc.version != version or self._prompts is None:
+        if pos is None or doc.version != version:
             return [first]
-        return [first] + await alternatives(self, doc, pos, first.text, n)
+        return [first] + await self.anticipation.alternatives(doc, pos, first.text, n)
 
     def _serving(self, doc: Document) -> bool:
         o = self.options
@@ -248,14 +246,10 @@ class CompletionService:
         rest = await self._through_live(doc.uri, prefix, suffix, invoked)
         if rest is not None:
             return rest if self._current(doc, arrival) else self._stale()
-        cutter = self.syntax.cutter(doc.uri, *pos, prefix, suffix)
-        if cutter.mode == "none" or self._prompts is None:
-            return ""
         if arrival.gap_ms is None or arrival.gap_ms >= IDLE_MS:
             self.neighbours.settle(keep=doc.uri)  # other files' chunks change only on a pause
-        prompt = self._prompt(doc, doc.lines, *pos, self.syntax.context(doc.uri, *pos))
-        cut = Cut(cutter, prompt.lead, prompt.markers)
-        return await self._generate(doc, arrival, prompt, cut, Anchor(prefix, suffix), invoked)
+        plan = self.planner.at(doc, *pos)
+        return "" if plan is None else await self._generate(doc, arrival, plan, invoked)
 
     async def _through_live(
         self, uri: str, prefix: str, suffix: str, invoked: bool = False
@@ -296,19 +290,13 @@ class CompletionService:
         return rest
 
     async def _generate(
-        self,
-        doc: Document,
-        arrival: Arrival,
-        prompt: Prompt,
-        cut: Cut,
-        anchor: Anchor,
-        invoked: bool = False,
+        self, doc: Document, arrival: Arrival, plan: Plan, invoked: bool = False
     ) -> str:
         """The answer from the cache or, after the debounce, from the model (for an automatic
         request still generating after `partial_ms`, its complete lines so far)."""
         o = self.options
         exact = o.temperature == 0
-        key = self._key(prompt, cut)
+        key, anchor = plan.key, plan.anchor()
         cached = self.reuse.cache.get(key) if exact else None
         if cached is not None:
             self.prefetch.hit(key)
@@ -326,7 +314,7 @@ class CompletionService:
         if not self._current(doc, arrival):
             self.stats.cancelled += 1
             return ""
-        live = self.live.start(doc.uri, prompt.text, cut, anchor, o)
+        live = self.live.start(doc.uri, plan.prompt.text, plan.cut, anchor, o)
         if o.partial_ms > 0 and not invoked:
             lines = await self.live.wait_partial(live, o.partial_ms / 1000)
             if lines is not None:  # the generation goes on: its whole text settles when done
@@ -354,40 +342,9 @@ class CompletionService:
         if self.options.temperature == 0:
             self.reuse.cache.put(key, text)
 
-    def _key(self, prompt: Prompt, cut: Cut) -> CacheKey:
-        o = self.options
-        return (prompt.text, prompt.lead, cut.mode, o.max_tokens, o.speculation)
-
-    def _prompt(
-        self,
-        doc: Document,
-        lines: list[str],
-        row: int,
-        col: int,
-        context: str,
-        remember: bool = True,
-    ) -> Prompt:
-        """The prompt at (row, col) of `lines` (the document's, or as they would be), with the
-        other files' chunks first."""
-        assert self._prompts is not None
-        files, chunks = self._files(doc, lines)
-        self._tell_other_files(doc.uri, files, chunks)
-        prompt = self._prompts.build(doc.uri, lines, row, col, context, remember, files)
-        family = self._prompts.template.family
-        marks = markers(family, doc.language_id, chunks, doc.uri) if files else ()
-        return replace(prompt, markers=marks)
-
-    def _files(self, doc: Document, lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
-        """Other files' chunks as the prompt places them first (and the chunks)."""
-        assert self._prompts is not None
-        chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
-        family, limit = self._prompts.template.family, self._prompts.budget.prefix_chars // 3
-        return render(family, doc.language_id, chunks, doc.uri, limit), chunks
-
-    def _tell_other_files(self, uri: str, files: str, chunks: list[tuple[str, str]]) -> None:
+    def _tell_other_files(self, uri: str, files: str, kept: tuple[tuple[str, str], ...]) -> None:
         """Other files' chunks for a backend that sends them apart (llama-server's input_extra)."""
         if self.worker.capabilities.other_files:
-            kept = tuple(c for c in chunks if f"{c[0]}\n{c[1]}\n" in files)  # those render kept
             self.worker.call(lambda backend: backend.other_files(uri, files, kept))
 
     def _settle(self, live: Live, result: GenerationResult) -> str:

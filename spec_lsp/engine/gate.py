@@ -131,8 +131,9 @@ class AdaptiveK:
         scaled by the draft step's share of a target pass, against the time drafting is expected
         to save at the current estimates. A draft whose KV is cold sits a request out (a cold
         1,000-token prompt costs the 0.5B draft seconds to save a fraction of 64 tokens' time);
-        idle-time work (a warm-up, a prefetch) catches it up instead. No curve: always."""
-        if not self.cost or lag <= 0:
+        idle-time work (a warm-up, a prefetch) catches it up instead. No curve, or a gate told
+        to draft at no gain (`min_gain` <= 1): always."""
+        if not self.cost or lag <= 0 or self.min_gain <= 1.0:
             return True
         per_token = self.draft_cost * (self.cost[-1] / len(self.cost)) / self.cost[0]
         gain = self.best(self.acceptance, self.goes_on)[1]

@@ -1,0 +1,132 @@
+"""A request's plan: what a generation at one position needs, built in one place.
+
+`Planner.at` builds, for a document (or a text it may come to have: after an accept) and a
+cursor, the prompt (other files' chunks first, `prompt.PromptBuilder`), the syntax layer's rules
+(`Cut`), the answer cache key and the anchor a suggestion is made against. A request, the prefetch
+after an accept, an explicit request's alternatives and a document's warm-up all take their plan
+from here, so each computes exactly what a request at that position would get.
+
+This module owns the prompt builder of the loaded model and the cache key's composition. It knows
+nothing of the engine, of running generations or of LSP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from spec_lsp.completion.neighbours import Neighbours, markers, render
+from spec_lsp.completion.reuse import Anchor, CacheKey
+from spec_lsp.completion.syntax_port import Cut, SyntaxPort
+from spec_lsp.config import Options
+from spec_lsp.documents import Document
+from spec_lsp.prompt import Prompt, PromptBuilder
+from spec_lsp.worker import ModelInfo
+
+Chunks = list[tuple[str, str]]  # (file name, text) of other files, as the ring gives them
+# Tells a backend that sends other files apart (llama-server's input_extra) what they are.
+TellFiles = Callable[[str, str, tuple[tuple[str, str], ...]], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A generation at one position: its prompt, rules, cache key and the text around it."""
+
+    uri: str
+    prompt: Prompt
+    cut: Cut
+    key: CacheKey
+    prefix: str  # the document's text before the cursor (as planned: after an accept, say)
+    suffix: str
+
+    def anchor(self) -> Anchor:
+        """A new anchor for a suggestion made at this position (its text filled when settled)."""
+        return Anchor(self.prefix, self.suffix)
+
+
+def split_at(lines: list[str], row: int, col: int) -> tuple[str, str]:
+    """The text of `lines` before and after (row, col), as `Document.prefix_suffix`."""
+    prefix = "\n".join(lines[:row] + [lines[row][:col]])
+    suffix = "\n".join([lines[row][col:]] + lines[row + 1 :])
+    return prefix, suffix
+
+
+class Planner:
+    """Plans for the loaded model (`configure` after each load and options change)."""
+
+    def __init__(self, syntax: SyntaxPort, neighbours: Neighbours, tell_files: TellFiles) -> None:
+        self.syntax, self.neighbours, self._tell = syntax, neighbours, tell_files
+        self.prompts: PromptBuilder | None = None  # None: no model loaded yet
+        self._generation: tuple[object, ...] = ()
+
+    def configure(self, info: ModelInfo | None, options: Options) -> None:
+        """The prompt format of the model `info` describes (None: none loaded), the options."""
+        self._generation = (options.max_tokens, options.speculation)
+        if info is not None:
+            self.prompts = PromptBuilder(
+                info.fim, info.context_tokens, options.max_tokens, info.prefill_tokens_per_s
+            )
+
+    def forget(self, uri: str) -> None:
+        if self.prompts is not None:
+            self.prompts.forget(uri)
+
+    def at(
+        self,
+        doc: Document,
+        row: int,
+        col: int,
+        lines: list[str] | None = None,
+        remember: bool = True,
+        prefill_only: bool = False,
+    ) -> Plan | None:
+        """The plan at (row, col) of `doc`, or of `lines` (a text the document may come to
+        have: its rules come from a scratch copy in the syntax layer); None when nothing is
+        suggested there (unless `prefill_only`: a warm-up's prompt is wanted anyway) or no model
+        is loaded. `remember=False`: the document's prompt window stays where it was (a plan
+        for a text it may never have)."""
+        if self.prompts is None:
+            return None
+        text_lines = doc.lines if lines is None else lines
+        prefix, suffix = split_at(text_lines, row, col)
+        uri = doc.uri if lines is None else "plan:" + doc.uri
+        if lines is not None:
+            self.syntax.open(uri, doc.language_id, "\n".join(lines))
+        try:
+            cutter = self.syntax.cutter(uri, row, col, prefix, suffix)
+            suggests = cutter.mode != "none"
+            context = self.syntax.context(uri, row, col) if suggests or prefill_only else ""
+        finally:
+            if lines is not None:
+                self.syntax.close(uri)
+        if not suggests and not prefill_only:
+            return None
+        files, chunks = self.files(doc, text_lines)
+        self._tell_files(doc.uri, files, chunks)
+        prompt = self.prompts.build(doc.uri, text_lines, row, col, context, remember, files)
+        family = self.prompts.template.family
+        marks = markers(family, doc.language_id, chunks, doc.uri) if files else ()
+        prompt = replace(prompt, markers=marks)
+        cut = Cut(cutter, prompt.lead, prompt.markers)
+        key = (prompt.text, prompt.lead, cut.mode, *self._generation)
+        return Plan(doc.uri, prompt, cut, key, prefix, suffix)
+
+    def head(self, doc: Document) -> Plan | None:
+        """The plan at the furthest cursor whose prompt window starts at the top of `doc`
+        (`PromptBuilder.head`): every prompt for a cursor above it begins with its prompt, token
+        for token (what a warm-up prefills). The document's window is left as it was."""
+        if self.prompts is None:
+            return None
+        row, col = self.prompts.head(doc.lines, self.files(doc, doc.lines)[0])
+        return self.at(doc, row, col, remember=False, prefill_only=True)
+
+    def files(self, doc: Document, lines: list[str]) -> tuple[str, Chunks]:
+        """Other files' chunks as the prompt places them first (and the chunks)."""
+        assert self.prompts is not None
+        chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
+        family, limit = self.prompts.template.family, self.prompts.budget.prefix_chars // 3
+        return render(family, doc.language_id, chunks, doc.uri, limit), chunks
+
+    def _tell_files(self, uri: str, files: str, chunks: Chunks) -> None:
+        kept = tuple(c for c in chunks if f"{c[0]}\n{c[1]}\n" in files)  # those render kept
+        self._tell(uri, files, kept)
