@@ -65,6 +65,7 @@ class SocketClient(LspCalls):
         self._lock = threading.Lock()
         self._pending: dict[Any, concurrent.futures.Future[Response]] = {}
         self.messages: list[str] = []  # window/showMessage texts
+        self.strays: list[Response] = []  # responses to no request of this connection
         self.closed = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -110,7 +111,9 @@ class SocketClient(LspCalls):
         method = msg.get("method")
         if method is None:
             done = self._pending.pop(msg.get("id"), None)
-            if done is not None and not done.done():
+            if done is None:
+                self.strays.append(msg)
+            elif not done.done():
                 done.set_result(msg)
         elif "id" in msg:  # the server's request (configuration, progress): a plain answer
             items = (msg.get("params") or {}).get("items", [])

@@ -166,6 +166,32 @@ def test_exit_ends_the_session_and_the_next_client_starts_fresh_with_the_models_
         shared.close()
 
 
+def test_answers_to_an_ended_session_never_reach_the_next_client() -> None:
+    shared = SharedServer("no-such-preset")  # fresh: no load has run yet
+    try:
+        first = shared.connect()
+        first.result("initialize", initialize_message(TOKEN)["params"])
+        # No `initialized`: no load starts, so an explicit request waits for one.
+        params = {
+            "textDocument": {"uri": "file:///first.py"},
+            "position": {"line": 0, "character": 0},
+            "context": {"triggerKind": 1},
+        }
+        waiting = first.request_async("textDocument/inlineCompletion", params, "first-session")
+        assert first.result("spec-lsp/status")["state"] == "loading"
+        assert not waiting.done()
+        first.close()
+        second = shared.connect()
+        second.initialize()  # its load ends the wait the first session's request was in
+        assert second.wait_loaded()["state"] == "failed"
+        for _ in range(3):
+            second.result("spec-lsp/status")
+        assert second.strays == []
+        second.close()
+    finally:
+        shared.close()
+
+
 def test_the_unix_socket_is_0600_needs_no_token_and_is_removed_at_exit(tmp_path: Path) -> None:
     path = tmp_path / "spec-lsp.sock"
     shared = SharedServer("no-such-preset", socket_path=str(path), token=None)
