@@ -76,13 +76,15 @@ def admit(body: bytes, token: str | None) -> bytes | None:
         message: Any = json.loads(body)
     except (ValueError, RecursionError):
         return None
-    params = message.get("params") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        return None if token is not None else body
+    params = message.get("params")
     options = params.get("initializationOptions") if isinstance(params, dict) else None
     given = options.pop("token", None) if isinstance(options, dict) else None
     if token is not None:
         if message.get("method") != "initialize" or not isinstance(given, str):
             return None
-        if not hmac.compare_digest(given.encode(), token.encode()):
+        if not hmac.compare_digest(_utf8(given), _utf8(token)):
             return None
     return body if given is None else json.dumps(message).encode()
 
@@ -90,3 +92,7 @@ def admit(body: bytes, token: str | None) -> bytes | None:
 def is_http_request(line: bytes) -> bool:
     """An HTTP request line (`POST / HTTP/1.1`, `GET ...`): never the start of an LSP frame."""
     return _HTTP_REQUEST.match(line) is not None
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # JSON may carry a lone surrogate

@@ -277,7 +277,12 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
                 with contextlib.suppress(OSError):
                     sock.close()
                 continue
-            connection = Connection(sock, name)
+            try:
+                connection = Connection(sock, name)
+            except OSError as exc:  # gone already (reset before its options were set)
+                log.warning("dropped %s: %s", name, exc)
+                sock.close()
+                continue
             current[asyncio.ensure_future(serve(connection))] = connection
 
     accepting = asyncio.ensure_future(accept())
