@@ -1,19 +1,17 @@
 """The completion service: the per-request pipeline, from a position to a suggestion.
 
-A request is answered from what is already known when it can be (typing through the document's
-last suggestion or its running generation, the answer cache); else it waits out the debounce and
-runs the model: the syntax layer's rules at the cursor (`Cut`: mode, stop, trim) and the prompt,
-then one generation per document, settled with the same rules. A result is shown only if the
-document is still at the version and request it was computed for; otherwise it is kept as the
-document's last suggestion, so the next keystroke that types through it needs no model call.
+A request is answered from what is already known when it can be (`known.py`: typing through the
+document's last suggestion or its running generation, the answer cache or a prefetch computing
+the same key); else it waits out the debounce and runs the model on the request's plan
+(`plan.py`: the prompt, the syntax layer's rules, the cache key, the anchor), one generation per
+document, settled with the same rules. A result is shown only if the document is still at the
+version and request it was computed for; otherwise it is kept as the document's last suggestion,
+so the next keystroke that types through it needs no model call. What comes after an answer (the
+prefetch of its accept, alternatives, warm-ups) is `anticipate.py`'s.
 
 This module owns that order and the documents' text. It knows nothing of pygls or lsprotocol
 (the server converts), of torch (the worker's backend runs it) or of tree-sitter (the syntax port
 is the one door to the syntax layer).
-
-Size: the order of the pipeline (typed-through, the running generation, the answer cache, a
-prefetch, the model, an early answer) reads best in one class; the pieces it orders live in the
-sibling modules.
 """
 
 from __future__ import annotations
@@ -25,15 +23,15 @@ from collections.abc import Callable
 from spec_lsp.completion.anticipate import Anticipation
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
-from spec_lsp.completion.live import GenerationFailed, Generations, Live
+from spec_lsp.completion.known import Known
+from spec_lsp.completion.live import Generations
 from spec_lsp.completion.neighbours import Neighbours, private, shareable
 from spec_lsp.completion.plan import Plan, Planner
 from spec_lsp.completion.prefetch import Prefetch
-from spec_lsp.completion.reuse import CacheKey, Reuse
+from spec_lsp.completion.reuse import Reuse
 from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore, Encoding
-from spec_lsp.engine.api import GenerationResult
 from spec_lsp.stats import ServerStats
 from spec_lsp.worker import InferenceWorker
 
@@ -61,6 +59,9 @@ class CompletionService:
         self.feedback = Feedback(self.stats)
         self.prefetch = Prefetch(self.live, self.stats)
         self.neighbours = Neighbours(admits=lambda uri, lang: shareable(self.options, uri, lang))
+        self.known = Known(
+            self.docs, self.reuse, self.live, self.prefetch, self.stats, lambda: self.options
+        )
         self.planner = Planner(self.syntax, self.neighbours, self._tell_other_files)
         self.planner.configure(None, options)
         self.anticipation = Anticipation(
@@ -238,56 +239,17 @@ class CompletionService:
     ) -> str:
         """Typed through what is known, else the model's answer; "" for nothing."""
         prefix, suffix = doc.prefix_suffix(*pos)
-        rest = self.reuse.typed_through(doc.uri, prefix, suffix)
+        rest = self.known.typed(doc.uri, prefix, suffix)
         if rest is not None:
-            self.stats.typed_through += 1
             self.stats.latency["typedThrough"].add(self.arrivals.since_ms(arrival))
             return rest
-        rest = await self._through_live(doc.uri, prefix, suffix, invoked)
+        rest = await self.known.through_live(doc.uri, prefix, suffix, invoked)
         if rest is not None:
             return rest if self._current(doc, arrival) else self._stale()
         if arrival.gap_ms is None or arrival.gap_ms >= IDLE_MS:
             self.neighbours.settle(keep=doc.uri)  # other files' chunks change only on a pause
         plan = self.planner.at(doc, *pos)
         return "" if plan is None else await self._generate(doc, arrival, plan, invoked)
-
-    async def _through_live(
-        self, uri: str, prefix: str, suffix: str, invoked: bool = False
-    ) -> str | None:
-        """Waits for the running generation when the cursor types through what it streamed (an
-        automatic request, past `partial_ms`, for its complete lines)."""
-        live = self.live.running(uri)
-        live = None if live is None or live.warm else live  # a warm-up suggests nothing
-        streamed = None if live is None else live.streamed
-        if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
-            return None
-        if self.options.partial_ms > 0 and not invoked:
-            anchor = live.anchor
-            lines = await self.live.wait_partial(
-                live,
-                self.options.partial_ms / 1000,
-                False,
-                shows=lambda lines: bool(anchor.rest(lines, prefix, suffix)),
-            )
-            rest = None if lines is None else anchor.rest(lines, prefix, suffix)
-            if rest:
-                self.stats.early += 1
-                return rest
-        try:
-            result = await self.live.wait(live.job, owner=False)
-        except GenerationFailed:  # an earlier request's generation: it answered the error
-            return None
-        if result is None:
-            return None
-        self._settle(live, result)
-        rest = live.anchor.rest(live.anchor.text, prefix, suffix)
-        if not rest:
-            return None
-        if live.prefetch:
-            self.stats.prefetch_hits += 1
-        else:
-            self.stats.typed_through += 1
-        return rest
 
     async def _generate(
         self, doc: Document, arrival: Arrival, plan: Plan, invoked: bool = False
@@ -296,16 +258,7 @@ class CompletionService:
         request still generating after `partial_ms`, its complete lines so far)."""
         o = self.options
         exact = o.temperature == 0
-        key, anchor = plan.key, plan.anchor()
-        cached = self.reuse.cache.get(key) if exact else None
-        if cached is not None:
-            self.prefetch.hit(key)
-        elif exact:
-            cached = await self.prefetch.answer(doc.uri, key)
-        if cached is not None:
-            self.stats.cache_hits += 1
-            anchor.text = cached
-            self.reuse.remember(doc.uri, anchor)
+        if exact and (cached := await self.known.cached(plan)) is not None:
             return cached if self._current(doc, arrival) else self._stale()
         cheap = self.worker.capabilities.cheap_cancel
         delay = debounce_s(arrival.gap_ms, o.debounce_ms, self.stats.model_ms_ema, cheap)
@@ -314,45 +267,25 @@ class CompletionService:
         if not self._current(doc, arrival):
             self.stats.cancelled += 1
             return ""
-        live = self.live.start(doc.uri, plan.prompt.text, plan.cut, anchor, o)
+        live = self.live.start(doc.uri, plan.prompt.text, plan.cut, plan.anchor(), o)
         if o.partial_ms > 0 and not invoked:
             lines = await self.live.wait_partial(live, o.partial_ms / 1000)
             if lines is not None:  # the generation goes on: its whole text settles when done
                 self.stats.early += 1
-                live.job.future.add_done_callback(lambda _: self._settle_later(live, key))
+                live.job.future.add_done_callback(lambda _: self.known.settle_later(live, plan.key))
                 return lines if self._current(doc, arrival) else self._stale()
         result = await self.live.wait(live.job)
         if result is None:
             return ""
-        text = self._settle(live, result)
+        text = self.known.settle(live, result)
         if exact:
-            self.reuse.cache.put(key, text)
+            self.reuse.cache.put(plan.key, text)
         return text if self._current(doc, arrival) else self._stale()
-
-    def _settle_later(self, live: Live, key: CacheKey) -> None:
-        """Settles a generation that answered early, once it ends (unless a request typing
-        through it did): its whole suggestion becomes the document's last one and is cached."""
-        future = live.job.future
-        if future.cancelled() or future.exception() is not None or live.settled:
-            return
-        result = future.result()
-        if result.cancelled or result.failed:
-            return
-        text = self._settle(live, result)
-        if self.options.temperature == 0:
-            self.reuse.cache.put(key, text)
 
     def _tell_other_files(self, uri: str, files: str, kept: tuple[tuple[str, str], ...]) -> None:
         """Other files' chunks for a backend that sends them apart (llama-server's input_extra)."""
         if self.worker.capabilities.other_files:
             self.worker.call(lambda backend: backend.other_files(uri, files, kept))
-
-    def _settle(self, live: Live, result: GenerationResult) -> str:
-        """The generation's suggestion; the first time, it becomes the document's last one."""
-        first = self.live.settle(live, result)
-        if first and live.anchor.text and self.docs.get(live.uri) is not None:
-            self.reuse.remember(live.uri, live.anchor)
-        return live.anchor.text
 
     def _stale(self) -> str:
         self.stats.stale += 1
