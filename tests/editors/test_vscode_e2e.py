@@ -126,6 +126,8 @@ def _check(result: dict[str, Any]) -> None:
     assert result["nextLine"]["line"].endswith(result["nextLine"]["ghost"]), result["nextLine"]
     # The status bar menu switched python off ("!python") and on again in the user settings.
     assert result["languageSwitch"] == [["*", "!python"], ["*"]], result["languageSwitch"]
+    # The menu's preset list comes from `spec-lsp models list`.
+    assert {"coder", "bundled"} <= set(result["presets"]), result["presets"]
     # With specLsp.autoTrigger off, typing asked nothing and spec-lsp: Suggest here asked once.
     assert result["manual"]["asked"] == 1 and result["manual"]["ghost"].strip(), result["manual"]
     # The workspace's own serverPath, serverArgs and recordDirectory were ignored (machine scope):

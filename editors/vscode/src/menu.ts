@@ -52,6 +52,13 @@ interface PresetInfo {
   name: string;
   description?: string;
   offline?: boolean;
+  backend?: string;
+}
+
+/** How a preset runs, as `spec-lsp models list` says: nothing for a local one ready offline. */
+function presetNote(p: PresetInfo): string | undefined {
+  if (p.backend && p.backend !== "local") return `remote engine (${p.backend})`;
+  return p.offline === false ? "needs a download first" : undefined;
 }
 
 /** `spec-lsp models list --json`, run by the local server command. */
@@ -73,7 +80,7 @@ export async function pickPreset(server: () => Promise<ServerCommand>): Promise<
     const presets = await listPresets(await server());
     const items = presets.map((p) => ({
       label: p.name,
-      description: p.offline === false ? "not available offline: spec-lsp models fetch " + p.name : undefined,
+      description: presetNote(p),
       detail: p.description,
     }));
     name = (await vscode.window.showQuickPick(items, { title: "spec-lsp: pick a preset", placeHolder: cfg.get<string>("preset") }))?.label;

@@ -426,6 +426,8 @@ interface Result {
   nextLine: { ghost: string; line: string };
   /** specLsp.enabledLanguages after the menu's "Disable for python", and after "Enable for python". */
   languageSwitch: unknown[];
+  /** The first lines of the menu's preset list. */
+  presets: string[];
   /** Requests the server counted for typing with autoTrigger off, then Suggest here (1), and its ghost. */
   manual: { asked: number; ghost: string };
   /** The shared server phase: its address, the ghost text it gave, whether its token was logged. */
@@ -608,6 +610,19 @@ async function run(): Promise<Result> {
     return seen;
   });
 
+  // The menu's "Pick a preset…" lists what `spec-lsp models list` knows; Escape leaves it as it was.
+  const presets = await phase("the menu lists the presets to pick from", async () => {
+    await openFile(p, "stats.py");
+    await menu(p, "Pick a preset");
+    const rows = p.locator(".quick-input-widget .quick-input-list .monaco-list-row");
+    const names = await until("the preset list", 60, async () => {
+      const texts = (await rows.allInnerTexts()).map(clean);
+      return texts.some((t) => t.startsWith("coder")) && texts.some((t) => t.startsWith("bundled")) ? texts : undefined;
+    });
+    await p.keyboard.press("Escape");
+    return names.map((t) => t.split("\n")[0]);
+  });
+
   // Typing with autoTrigger off (the menu's "Suggest only on request") asks nothing, and
   // "spec-lsp: Suggest here" asks once: the server counts exactly one request.
   const manual = await phase("with autoTrigger off only spec-lsp: Suggest here asks", async () => {
@@ -723,7 +738,7 @@ async function run(): Promise<Result> {
     return { question, ranBeforeAnswer };
   });
   log(`workspace .venv: ${JSON.stringify(venvConsent)}`);
-  return { ghost, nextLine, languageSwitch, manual, shared, workspaceLeftovers, venvConsent, statusBar, statsLines, partialLines, cycle, session, failure };
+  return { ghost, nextLine, languageSwitch, presets, manual, shared, workspaceLeftovers, venvConsent, statusBar, statsLines, partialLines, cycle, session, failure };
 }
 
 /** On failure: what the window looked like, and every log that could say why. */
