@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 ADMIT_TIMEOUT_S = 10.0  # a connection that has not sent its initialize by then is closed
 SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is disconnected
-ENDING_GRACE_S = 2.0  # a new connection waits this long for a closing one's session to end
+ENDING_GRACE_S = 10.0  # a new connection waits at most this long for a closing one's session to end
 
 
 class TransportError(Exception):
@@ -258,6 +258,8 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
     async def serve(connection: Connection) -> None:
         try:
             await _serve_connection(connection, sessions, token)
+        except Exception:  # a bug in one session ends that connection, not the server
+            log.exception("serving %s failed", connection.peer)
         finally:
             current.clear()  # before the next accept: the next client is let in at once
 
