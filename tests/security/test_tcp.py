@@ -223,6 +223,20 @@ def test_a_stale_socket_is_replaced_and_any_other_file_is_left_alone(tmp_path: P
     assert regular.read_text() == "keep me"
 
 
+def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
+    path = tmp_path / "live.sock"
+    shared = SharedServer("no-such-preset", socket_path=str(path), token=None)
+    try:
+        cmd = [*serve_command("no-such-preset"), "--socket", str(path)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and "another server is listening there" in done.stderr
+        client = shared.connect()  # the first server still owns it
+        client.initialize()
+        client.close()
+    finally:
+        shared.close()
+
+
 def test_a_generated_token_is_printed_once_written_0600_and_removed_at_exit() -> None:
     shared = SharedServer("no-such-preset", token=None)
     try:
@@ -257,3 +271,7 @@ def test_a_token_file_is_read_stripped(tmp_path: Path) -> None:
         assert "TCP token:" not in shared.stderr_text()
     finally:
         shared.close()
+    file.write_text(" \n")
+    cmd = [*serve_command("no-such-preset"), "--tcp", "127.0.0.1:0", "--token-file", str(file)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "is empty" in done.stderr
