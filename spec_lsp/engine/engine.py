@@ -39,7 +39,7 @@ from spec_lsp.engine.forward import Forwards
 from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
-from spec_lsp.engine.vocabulary import end_token_ids
+from spec_lsp.engine.vocabulary import eos_ids
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +116,7 @@ class SpecEngine(api.BackendBase):
         )
         self.gates = Gates(self.options)  # draft or not, and how far, per document and method
         self.draft_pays = self.gates.draft_pays(draft)  # False: never drafts (nor prefills)
-        # End of text: the tokenizer's EOS, any the target's generation config names, and the
-        # vocabulary's end tokens (<|endoftext|>, FIM markers: `vocabulary.END_TOKENS`).
-        eos = [getattr(tokenizer, "eos_token_id", None)]
-        cfg_eos = getattr(target.generation_config, "eos_token_id", None)
-        eos += cfg_eos if isinstance(cfg_eos, list) else [cfg_eos]
-        self.eos_ids: set[int] = {i for i in eos if isinstance(i, int)} | end_token_ids(tokenizer)
+        self.eos_ids = eos_ids(tokenizer, target.generation_config)  # `vocabulary.eos_ids`
 
     # -- Backend interface -------------------------------------------------------------------
 

@@ -33,6 +33,15 @@ def end_token_ids(tokenizer: Any) -> set[int]:
     return {vocab[t] for t in END_TOKENS if t in vocab}
 
 
+def eos_ids(tokenizer: Any, generation_config: Any) -> set[int]:
+    """End of text for a model: the tokenizer's EOS, any its generation config names, and the
+    vocabulary's end tokens (<|endoftext|>, FIM markers: `END_TOKENS`)."""
+    eos = [getattr(tokenizer, "eos_token_id", None)]
+    cfg_eos = getattr(generation_config, "eos_token_id", None)
+    eos += cfg_eos if isinstance(cfg_eos, list) else [cfg_eos]
+    return {i for i in eos if isinstance(i, int)} | end_token_ids(tokenizer)
+
+
 def check_vocab(target_tok: Any, draft_tok: Any, target: str, draft: str) -> None:
     """Refuses a draft whose tokenizer does not map text to the same ids as the target's."""
     tv, dv = target_tok.get_vocab(), draft_tok.get_vocab()
