@@ -688,7 +688,8 @@ async function run(): Promise<Result> {
     await waitReady(p);
     await openFile(p, "stats.py");
     await p.keyboard.press("Control+End");
-    await p.keyboard.type("\n\n\ndef shared(values):\n    return ", { delay: 40 });
+    // The first phase's context, where every preset's model has something to suggest.
+    await p.keyboard.type("\n\n\ndef dispersion(values):\n    m = mean(values)\n    return ", { delay: 40 });
     const ghost = await stableGhost(p, "ghost text from the shared server");
     await p.keyboard.press("Escape");
     const token = fs.readFileSync(path.join(runtimeDir(), "spec-lsp", `${address.split(":").at(-1)}.token`), "utf8").trim();
