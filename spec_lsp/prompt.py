@@ -6,7 +6,12 @@ LSP, torch or tree-sitter. Two rules keep the engine's per-document KV cache use
 - The text being typed is the END of the prompt. Families trained with suffix-first layouts
   (StarCoder's SPM variant, Code Llama's suffix-first, Codestral's native order) put the suffix
   before the prefix; families trained only prefix-suffix-middle (Qwen2.5-Coder, DeepSeek-Coder)
-  keep a short suffix, which is all that must be prefilled again after each keystroke.
+  keep a short suffix, which is all that must be prefilled again after each keystroke. How short
+  is a quality trade: on Qwen2.5-Coder-1.5B (first 100 HumanEval single-line infilling problems,
+  2026-12-04) pass@1 was 96% with the suffix's 1/8 share of the context, 93% with the suffix
+  ended at the enclosing top-level definition, 90% with it cut to 80 budget tokens (and 6 of 11
+  at 24); a keystroke there re-prefills up to ~180 tokens with the share, ~80 cut. Qwen's SPM
+  order restarts the file instead of filling the hole. The share stays: quality first.
 - Everything before the typed text stays byte-identical between keystrokes: the prefix window
   starts on a line boundary that only moves in jumps (a quarter of the budget at a time), and the
   context (imports, enclosing scope headers) is placed first and only when the window does not
@@ -29,22 +34,6 @@ from typing import Literal
 
 Layout = Literal["psm", "spm", "prefix"]
 CHARS_PER_TOKEN = 3.0  # conservative for code; budgets are in tokens, windows in characters
-# A document's first prompt (and one after its window moved) is prefilled whole before the first
-# suggestion: on a slow model the prefix window is cut so that the prompt prefills in about this
-# time (the 1.5B coder on a 2-core CPU, ~68 tokens a second: ~680 of its 1,536 tokens) ...
-COLD_PROMPT_S = 10.0
-MIN_PREFIX_TOKENS = 256  # ... but the prefix never under this.
-# A PSM suffix is prefilled again at each keystroke, yet it keeps its share of the context: cut to
-# 80 budget tokens (240 characters) to re-prefill faster, the 1.5B's pass@1 on the first 100
-# HumanEval single-line infilling problems fell from 96% to 90% (it no longer saw the names the
-# rest of the function uses); cut to 24, from 11 of 11 to 6 of 11.
-
-
-def cold_tokens(prefill_tokens_per_s: float | None) -> int | None:
-    """Tokens a model prefills within `COLD_PROMPT_S` (None: its speed is not known)."""
-    if not prefill_tokens_per_s:
-        return None
-    return int(prefill_tokens_per_s * COLD_PROMPT_S)
 
 
 @dataclass(frozen=True)
@@ -91,27 +80,16 @@ class Budget:
     suffix_chars: int
 
     @classmethod
-    def for_model(
-        cls,
-        context_tokens: int,
-        max_new_tokens: int,
-        layout: Layout,
-        prefill_tokens_per_s: float | None = None,
-    ) -> Budget:
-        """`prefill_tokens_per_s`: the model's measured prefill speed, which caps the prefix
-        window so that a cold prompt prefills in about `COLD_PROMPT_S` (`cold_tokens`)."""
+    def for_model(cls, context_tokens: int, max_new_tokens: int, layout: Layout) -> Budget:
         usable = max(64, context_tokens - max_new_tokens - 16)  # 16: template tokens
-        cold = cold_tokens(prefill_tokens_per_s)
         if layout == "prefix":
-            prefix_tokens = usable if cold is None else max(MIN_PREFIX_TOKENS, min(usable, cold))
-            return cls(int(prefix_tokens * CHARS_PER_TOKEN), 0)
+            return cls(int(usable * CHARS_PER_TOKEN), 0)
         # PSM prefills the whole suffix again on every keystroke: keep it short.
         share = 0.25 if layout == "spm" else 0.125
         suffix_tokens = int(usable * share)
-        prefix_tokens = usable - suffix_tokens
-        if cold is not None:
-            prefix_tokens = max(MIN_PREFIX_TOKENS, min(prefix_tokens, cold - suffix_tokens))
-        return cls(int(prefix_tokens * CHARS_PER_TOKEN), int(suffix_tokens * CHARS_PER_TOKEN))
+        return cls(
+            int((usable - suffix_tokens) * CHARS_PER_TOKEN), int(suffix_tokens * CHARS_PER_TOKEN)
+        )
 
 
 @dataclass(frozen=True)
@@ -140,19 +118,9 @@ def unlead(completion: str, lead: str) -> str | None:
 class PromptBuilder:
     """Builds prompts for one model family, remembering each document's prefix window start."""
 
-    def __init__(
-        self,
-        family: str,
-        context_tokens: int,
-        max_new_tokens: int,
-        prefill_tokens_per_s: float | None = None,
-    ) -> None:
-        """`prefill_tokens_per_s`: the model's measured prefill speed, which sizes the window
-        and a PSM suffix to it (`Budget.for_model`); None: the context's budget alone."""
+    def __init__(self, family: str, context_tokens: int, max_new_tokens: int) -> None:
         self.template = template_for(family)
-        self.budget = Budget.for_model(
-            context_tokens, max_new_tokens, self.template.layout, prefill_tokens_per_s
-        )
+        self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
         self._starts: dict[str, int] = {}
 
     def forget(self, doc_id: str) -> None:

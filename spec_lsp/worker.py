@@ -23,7 +23,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from spec_lsp.config import Options
@@ -58,9 +58,6 @@ class ModelInfo:
     context_tokens: int = 2048
     forward: str | None = None  # "lean" or "transformers" (a local engine's)
     kernels: str | None = None  # "native-vnni", "native-avx2", "native-plain" or "torch"
-    # A local engine's measured prefill speed (its longest timed verify pass), which sizes the
-    # prompt's re-prefilled part (`prompt.refill_tokens`); None: not measured (remote, tests).
-    prefill_tokens_per_s: float | None = None
 
     @classmethod
     def of(
@@ -95,10 +92,7 @@ def engine_loader(options: Options) -> Loader:
             trust_remote_code=options.trust_remote_code,
             progress=progress,
         )
-        info = ModelInfo.of(preset, engine.device, engine.forward, engine.kernels)
-        costs = engine.options.verify_cost
-        rate = len(costs) / costs[-1] * 1000 if costs and costs[-1] > 0 else None
-        return engine, replace(info, prefill_tokens_per_s=rate)
+        return engine, ModelInfo.of(preset, engine.device, engine.forward, engine.kernels)
 
     return load
 

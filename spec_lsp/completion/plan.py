@@ -63,9 +63,7 @@ class Planner:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
         self._generation = (options.max_tokens, options.speculation)
         if info is not None:
-            self.prompts = PromptBuilder(
-                info.fim, info.context_tokens, options.max_tokens, info.prefill_tokens_per_s
-            )
+            self.prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
 
     def forget(self, uri: str) -> None:
         if self.prompts is not None:
