@@ -1,7 +1,7 @@
 """Alternatives on an explicit request: branches on the target's next most likely first tokens.
 
 The scripted backend answers by the request's `first_rank` (the tiny server shows the protocol:
-tests/lsp/test_alternatives.py).
+tests/server/test_alternatives.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """completion/neighbours.py, other files' chunks when files go: a closed document's go (issue 27:
 what the user closed is not sent on), a deleted file's go, a renamed file's follow its new name;
-the ring and its pending notes stay bounded (over LSP: tests/lsp/test_crossfile_files.py)."""
+the ring and its pending notes stay bounded (over LSP: tests/server/test_crossfile_files.py)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from spec_lsp.remote.llama_server import STOP_TYPES, LlamaServerBackend
 from spec_lsp.remote.openai import FINISH, OpenAIBackend
 from tests.engine.conftest import make_engine
 from tests.fakes import CheapCancelBackend, PrefillBackend, RecordingBackend, ScriptedBackend
-from tests.lsp.fault_server import FaultyBackend
+from tests.server.fault_server import FaultyBackend
 
 UNREACHABLE = "http://127.0.0.1:9"  # nothing is sent: the checks below make no request
 MEMBERS = [name for name in vars(Backend) if not name.startswith("_")]
@@ -57,7 +57,7 @@ def backends(target: Any, tokenizer: Any, remotes: list[Any]) -> list[Any]:
         PrefillBackend(0),
         RecordingBackend(local),
         RecordingBackend(remotes[0]),
-        FaultyBackend(local),  # tests/lsp/fault_server.py: passes the rest on by __getattr__
+        FaultyBackend(local),  # tests/server/fault_server.py: passes the rest on by __getattr__
     ]
 
 

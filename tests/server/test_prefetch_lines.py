@@ -54,7 +54,7 @@ def first_line(shown: str) -> str:
 async def test_accepting_the_first_line_answers_the_rest_of_the_suggestion_without_a_model_call(
     client: LanguageClient,
 ) -> None:
-    # A whole suggestion first: an early answer (`partialMs`; tests/lsp/test_early_answer.py)
+    # A whole suggestion first: an early answer (`partialMs`; tests/server/test_early_answer.py)
     # would show its first lines only, on a machine where tiny takes over 100 ms to write it.
     configure(client, {"partialMs": 0})
     try:
