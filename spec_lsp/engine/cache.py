@@ -61,17 +61,6 @@ def tokens_for_budget(engine: Any, options: Any) -> int:
     return max(int(options.kv_budget_mb * 2**20 / per_token), options.context_tokens + 256)
 
 
-def prefill_chunk_for(verify_cost: tuple[float, ...], pass_ms: float, most: int) -> int:
-    """Tokens a prefill pass may take so that one pass lasts about `pass_ms` (a cancellation
-    waits one pass at most), from the measured cost of the longest verify pass (`verify_cost`,
-    ms for 1..n tokens: its per-token cost, fixed cost included, is an upper bound for longer
-    passes); a multiple of 8 in [8, most]; `most` when nothing was measured."""
-    if not verify_cost or verify_cost[-1] <= 0:
-        return most
-    per_token = verify_cost[-1] / len(verify_cost)
-    return max(8, min(most, int(pass_ms / per_token) // 8 * 8))
-
-
 def advance_chunked(
     state: ModelState, tokens: list[int], chunk: int, stop: Callable[[], bool]
 ) -> bool:

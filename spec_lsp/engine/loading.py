@@ -26,7 +26,6 @@ from transformers import PreTrainedModel
 from spec_lsp.engine import compact, draft_model, native, origin, quant
 from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS
 from spec_lsp.engine.attention import use_exact_attention
-from spec_lsp.engine.cache import prefill_chunk_for
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import choose_forwards
 from spec_lsp.engine.gguf import Q8Blocks
@@ -53,11 +52,6 @@ from spec_lsp.engine.timing import pass_costs, warm_up
 from spec_lsp.engine.vocabulary import check_vocab
 
 log = logging.getLogger(__name__)
-# A prefill pass on a model whose verification was measured lasts at most about this long: a
-# keystroke that cancels the prefill waits one pass at most (`cache.prefill_chunk_for`). The 1.5B
-# coder on this project's 2-core machine: passes of 16 / 32 / 64 / 128 tokens prefill 75 / 82 /
-# 85 / 85 tokens a second and last 0.21 / 0.39 / 0.75 / 1.5 s; this picks 32.
-PREFILL_PASS_MS = 500.0
 
 __all__ = [
     "LoadSpec",
@@ -324,9 +318,7 @@ def load_engine(
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
     if not opts.verify_cost and spec.measure_verify:
         report("measuring verification cost", 0.85)
-        costs = pass_costs(forwards.target, opts.k_max + 1)
-        chunk = prefill_chunk_for(costs, PREFILL_PASS_MS, opts.prefill_chunk)
-        opts = replace(opts, verify_cost=costs, prefill_chunk=chunk)
+        opts = replace(opts, verify_cost=pass_costs(forwards.target, opts.k_max + 1))
     engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name, forwards=forwards)
     engine.weights, engine.tokenizer_source = weights, tokenizer_source
     if random_weights:
