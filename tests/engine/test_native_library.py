@@ -143,3 +143,16 @@ def test_kernels_build_with_the_kernels_off_builds_nothing(
     monkeypatch.setenv("SPEC_LSP_CACHE", str(tmp_path))
     assert main(["kernels", "build"]) == 0
     assert "off here" in capsys.readouterr().out and not (tmp_path / "kernels").exists()
+
+
+@needs_build
+def test_the_smoke_test_never_imports_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = _copy_build(tmp_path / "cache")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "torch.py").write_text('raise SystemExit("the workspace torch.py ran")\n')
+    monkeypatch.chdir(workspace)
+    library.smoke_test(lib)  # raises (and removes the library) if the child imported it
+    assert lib.exists() and library.smoke_tested(lib)

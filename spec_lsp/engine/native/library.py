@@ -94,8 +94,9 @@ def smoke_test(library: Path) -> None:
     """Loads the library in a child process and calls its probes; a crash, an error or a hang
     removes the library (it is not kept) and raises. A pass is stamped beside it."""
     try:
+        # -P: the working directory (a workspace, say) is not put first on the child's path.
         done = subprocess.run(
-            [sys.executable, "-c", _SMOKE, str(library)],
+            [sys.executable, "-P", "-c", _SMOKE, str(library)],
             capture_output=True,
             text=True,
             timeout=SMOKE_TIMEOUT_S,
@@ -132,7 +133,7 @@ def build(
         progress(f"compiling the native kernels ({' '.join(flags)}), about a minute", 0.1)
     env = {**os.environ, "PATH": _with_ninja(os.environ.get("PATH", ""))}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _BUILD, json.dumps(args)],
+        [sys.executable, "-P", "-c", _BUILD, json.dumps(args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
