@@ -87,8 +87,10 @@ def listen_tcp(host: str, port: int) -> Listener:
 
 def listen_unix(path: str) -> Listener:
     """Binds a Unix socket at `path`, created 0600; a stale socket there is replaced, a live one
-    (a server answering) or any other file is an error."""
-    where = Path(path)
+    (a server answering) or any other file is an error. The path is made absolute first: the
+    server leaves its working directory afterwards, and removes the socket at exit."""
+    where = Path(path).absolute()
+    path = str(where)
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISSOCK(where.lstat().st_mode):
             raise TransportError(f"{path} exists and is not a socket; not replacing it")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,14 @@ def test_a_client_that_closed_is_seen_ending_before_its_end_is_read(
     assert not connection.ending()
     client.close()
     assert connection.ending()
+
+
+def test_a_relative_socket_path_is_removed_at_close_after_the_server_left_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    listener = transport.listen_unix("shared.sock")
+    assert listener.address == str(tmp_path / "shared.sock")
+    monkeypatch.chdir("/")  # as the server does once it is listening (trust.leave_workspace)
+    listener.close()
+    assert not (tmp_path / "shared.sock").exists()
