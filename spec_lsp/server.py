@@ -346,9 +346,14 @@ class SpecServer(LanguageServer):
 
 
 def _kernels_error() -> str | None:
-    """`engine.native.failure()` once a load has tried the kernels; never imports torch itself."""
+    """`engine.native.failure()` once a load has tried the kernels; never imports torch itself.
+    While the worker thread still imports the module (torch takes seconds), it is in sys.modules
+    half made: nothing to report yet (reading it then raised AttributeError into a status)."""
     native = sys.modules.get("spec_lsp.engine.native")
-    return native.failure() if native is not None else None
+    if native is None or getattr(getattr(native, "__spec__", None), "_initializing", False):
+        return None
+    failure = getattr(native, "failure", None)
+    return failure() if callable(failure) else None
 
 
 def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]:
