@@ -1,6 +1,7 @@
 """The built wheel is the product: installed into a fresh environment and run from another folder
 (no checkout on sys.path), it has its version, `python -m spec_lsp`, the presets as package data
-and an LSP server that completes with the `tiny` preset.
+and an LSP server that completes with the `tiny` preset and with the default one (`coder`, the
+real pair `make setup` fetched into the cache).
 
 The fresh environment sees this one's site-packages through a .pth line for the dependencies
 (torch, transformers...), so nothing is downloaded; the wheel itself is installed with
@@ -96,23 +97,28 @@ def test_the_installed_wheel_runs_from_another_folder_with_its_presets(
     assert rows["bundled"][1:3] == ["yes", "package"]  # its distilled head shipped in the wheel
 
 
+@pytest.mark.parametrize(
+    "preset", ["tiny", pytest.param(None, marks=pytest.mark.coder, id="default")]
+)
 async def test_the_installed_server_answers_an_inline_completion(
-    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preset: str | None
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    client = LspClient([str(installed / "spec-lsp"), "serve", "--preset", "tiny"])
+    chosen = ["--preset", preset] if preset else []  # None: the default, as a new user runs it
+    client = LspClient([str(installed / "spec-lsp"), "serve", *chosen])
     await client.start()
     try:
         init = {"processId": None, "rootUri": None, "capabilities": {}}
-        await client.request("initialize", {**init, "initializationOptions": {"preset": "tiny"}})
+        options = {"preset": preset} if preset else {}
+        await client.request("initialize", {**init, "initializationOptions": options})
         client.notify("initialized", {})
-        for _ in range(600):
+        for _ in range(3000):
             status = await client.request("spec-lsp/status")
             if status["state"] != "loading":
                 break
             await asyncio.sleep(0.1)
-        assert (status["state"], status["preset"]) == ("ready", "tiny")
+        assert (status["state"], status["preset"]) == ("ready", preset or "coder"), status
         uri, text = (tmp_path / "add.py").as_uri(), "def add(a, b):\n    return "
         client.notify(
             "textDocument/didOpen",
