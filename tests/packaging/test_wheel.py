@@ -109,7 +109,7 @@ async def test_the_installed_server_answers_an_inline_completion(
     client = LspClient([str(installed / "spec-lsp"), "serve", *chosen])
     await client.start()
     try:
-        init = {"processId": None, "rootUri": None, "capabilities": {}}
+        init: dict[str, object] = {"processId": None, "rootUri": None, "capabilities": {}}
         options = {"preset": preset} if preset else {}
         await client.request("initialize", {**init, "initializationOptions": options})
         client.notify("initialized", {})
