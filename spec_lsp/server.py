@@ -359,7 +359,7 @@ def _kernels_error() -> str | None:
 def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]:
     """`merge`, with three guards for the fields that reload the models: an invalid value keeps
     the current one (merge's fallback to the default would load another model); a preset from
-    a client must be a name from models/ (or tiny), never a path: a client can pick among the
+    a client must be a preset name (spec-lsp models list, or tiny), never a path: a client can pick among the
     presets the user installed, not point the server at files; and only a local one, unless the
     user allowed remote or downloading presets (`trust.client_preset_refusal`)."""
     options, warnings = merge(current, settings)
@@ -374,8 +374,8 @@ def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]
             )
     if options.preset != current.preset and not PRESET_NAME.fullmatch(options.preset):
         warnings.append(
-            f"spec-lsp: preset {options.preset!r} refused: a client may name a preset from "
-            f"models/ (spec-lsp models list), not a path; keeping {current.preset!r}"
+            f"spec-lsp: preset {options.preset!r} refused: a client may name a preset "
+            f"(spec-lsp models list), not a path; keeping {current.preset!r}"
         )
         options = dataclasses.replace(options, preset=current.preset)
     elif options.preset != current.preset and (refusal := client_preset_refusal(options.preset)):

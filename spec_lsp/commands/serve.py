@@ -20,7 +20,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the language server (stdio by default)",
         description="Serve inline completions over LSP. Logs go to stderr or --log-file.",
     )
-    p.add_argument("--preset", default=Options.preset, help="model pair (models/*.toml, or tiny)")
+    p.add_argument(
+        "--preset",
+        default=Options.preset,
+        help="model pair: a preset name (spec-lsp models list), a .toml file, or tiny",
+    )
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument(
         "--trust-remote-code",
