@@ -109,7 +109,8 @@ SETTINGS: tuple[Setting, ...] = (
         "preset",
         "coder",
         "model pair: a preset name from `spec-lsp models list`, or `tiny` (a random-weight test "
-        "pair); overrides `spec-lsp serve --preset`; a client names a preset, never a path",
+        "pair); when a client sends it, it overrides `spec-lsp serve --preset` (VS Code sends "
+        "it only if you set it); a client names a preset, never a path",
     ),
     Setting("device", "auto", "where the models live", choices=DEVICES),
     Setting(
