@@ -14,10 +14,10 @@ import pytest
 
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.neighbours import Neighbours, private, shareable
-from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.worker import InferenceWorker, ModelInfo
+from tests.fakes import PlainSyntax
 from tests.remote.fake_engine import FakeEngine
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,21 +33,6 @@ SECRETS = [  # (uri, language id, text): each text holds a marker no request may
     ("file:///w/config/client_secret.json", "json", '{"secret": "JSONMARKER-0123456789"}\n'),
 ]
 MARKERS = ("ENVMARKER", "PRODMARKER", "RSAMARKER", "PEMMARKER", "JSONMARKER")
-
-
-class KeepAll:
-    mode = "multi"
-
-    def stop(self, text: str) -> int | None:
-        return None
-
-    def trim(self, text: str, growing: bool = False) -> str | None:
-        return text
-
-
-class PlainSyntax(SyntaxPort):
-    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> KeepAll:  # type: ignore[override]
-        return KeepAll()
 
 
 @pytest.fixture
