@@ -47,9 +47,14 @@ class Document:
         self.lines[r1 : r2 + 1] = (head + new_text + tail).split("\n")
 
     def prefix_suffix(self, row: int, col: int) -> tuple[str, str]:
-        prefix = "\n".join(self.lines[:row] + [self.lines[row][:col]])
-        suffix = "\n".join([self.lines[row][col:]] + self.lines[row + 1 :])
-        return prefix, suffix
+        return split_at(self.lines, row, col)
+
+
+def split_at(lines: list[str], row: int, col: int) -> tuple[str, str]:
+    """The text of `lines` (joined by "\\n") before and after (row, col)."""
+    prefix = "\n".join(lines[:row] + [lines[row][:col]])
+    suffix = "\n".join([lines[row][col:]] + lines[row + 1 :])
+    return prefix, suffix
 
 
 class DocumentStore:

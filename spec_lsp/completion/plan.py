@@ -19,7 +19,7 @@ from spec_lsp.completion.neighbours import Neighbours, markers, render
 from spec_lsp.completion.reuse import Anchor, CacheKey
 from spec_lsp.completion.syntax_port import Cut, SyntaxPort
 from spec_lsp.config import Options
-from spec_lsp.documents import Document
+from spec_lsp.documents import Document, split_at
 from spec_lsp.prompt import Prompt, PromptBuilder
 from spec_lsp.worker import ModelInfo
 
@@ -42,13 +42,6 @@ class Plan:
     def anchor(self) -> Anchor:
         """A new anchor for a suggestion made at this position (its text filled when settled)."""
         return Anchor(self.prefix, self.suffix)
-
-
-def split_at(lines: list[str], row: int, col: int) -> tuple[str, str]:
-    """The text of `lines` before and after (row, col), as `Document.prefix_suffix`."""
-    prefix = "\n".join(lines[:row] + [lines[row][:col]])
-    suffix = "\n".join([lines[row][col:]] + lines[row + 1 :])
-    return prefix, suffix
 
 
 class Planner:
