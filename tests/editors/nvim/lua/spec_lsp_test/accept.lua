@@ -17,13 +17,8 @@ return function(R, spec)
     local cursor = api.nvim_win_get_cursor(0)
     return g and g.text ~= "" and g.row == cursor[1] - 1 and g.col == cursor[2] and g or nil
   end)
-  local before = R.snapshot(bufnr)
   R.step("accept")
-  R.feed(require("spec_lsp.config").options.keys.accept)
-  R.wait(5000, "the accept", function()
-    return R.snapshot(bufnr).text ~= before.text
-  end)
-  R.observe("accept_all", { ghost = ghost.text, before = before, after = R.snapshot(bufnr) })
+  R.accept_all(bufnr, ghost)
   R.observe("stats", R.request(client, "spec-lsp/stats"))
   vim.cmd("stopinsert")
 end

@@ -113,6 +113,17 @@ function R.ghost(bufnr, ns)
   return { text = table.concat(lines, "\n"), row = marks[1][2], col = marks[1][3], count = #marks }
 end
 
+--- Accepts the whole `ghost` shown in `bufnr` with the accept key and observes "accept_all"
+--- (the ghost text, the buffer before and after).
+function R.accept_all(bufnr, ghost)
+  local before = R.snapshot(bufnr)
+  R.feed(require("spec_lsp.config").options.keys.accept)
+  R.wait(5000, "the accept", function()
+    return R.snapshot(bufnr).text ~= before.text
+  end)
+  R.observe("accept_all", { ghost = ghost.text, before = before, after = R.snapshot(bufnr) })
+end
+
 --- The spec-lsp client, once attached to `bufnr`.
 function R.client(bufnr)
   for _, client in ipairs(vim.lsp.get_clients({ bufnr = bufnr, name = "spec_lsp" })) do

@@ -15,12 +15,7 @@ return function(R, spec)
     local g = R.ghost(bufnr, ns)
     return g and g.text ~= "" and g or nil
   end)
-  local before = R.snapshot(bufnr)
-  R.feed(require("spec_lsp.config").options.keys.accept)
-  R.wait(5000, "the accept", function()
-    return R.snapshot(bufnr).text ~= before.text
-  end)
-  R.observe("accept_all", { ghost = ghost.text, before = before, after = R.snapshot(bufnr) })
+  R.accept_all(bufnr, ghost)
   R.observe("stats", R.request(client, "spec-lsp/stats"))
   R.feed("<Esc>")
 end
