@@ -5,13 +5,20 @@ LSP, torch or tree-sitter. Two rules keep the engine's per-document KV cache use
 
 - The text being typed is the END of the prompt. Families trained with suffix-first layouts
   (StarCoder's SPM variant, Code Llama's suffix-first, Codestral's native order) put the suffix
-  before the prefix; families trained only prefix-suffix-middle (Qwen2.5-Coder, DeepSeek-Coder)
-  keep a short suffix, which is all that must be prefilled again after each keystroke. How short
-  is a quality trade: on Qwen2.5-Coder-1.5B (first 100 HumanEval single-line infilling problems,
-  2026-12-04) pass@1 was 96% with the suffix's 1/8 share of the context, 93% with the suffix
-  ended at the enclosing top-level definition, 90% with it cut to 80 budget tokens (and 6 of 11
-  at 24); a keystroke there re-prefills up to ~180 tokens with the share, ~80 cut. Qwen's SPM
-  order restarts the file instead of filling the hole. The share stays: quality first.
+  before the prefix. Families trained only prefix-suffix-middle (Qwen2.5-Coder, DeepSeek-Coder)
+  take the prefix up to an ANCHOR, the suffix, the middle marker, and then the text typed since
+  the anchor as the start of the middle (what llama.vim sends as /infill's `prompt`): the anchor
+  is the start of the line where typing began, and it stays put while the text before it and the
+  suffix stay the same (typing, deleting, accepting a suggestion, new lines), so a keystroke
+  prefills only the tokens it changed after the middle marker, not the whole suffix again. It
+  moves (a full re-prefill of what follows the change) when the cursor leaves the text typed
+  since the anchor, the suffix changes (an edit after the cursor, an auto-inserted bracket), the
+  prefix window jumps, or the typed middle outgrows a quarter of the prefix budget. A cursor at
+  the start of a line (every HumanEval infilling hole) has an empty middle: the prompt is the
+  plain PSM one. The suffix keeps its 1/8 share of the context: cut shorter, it cost
+  fill-in-the-middle quality (Qwen2.5-Coder-1.5B, first 100 HumanEval single-line problems,
+  2026-12-04: pass@1 96% with the share, 93% ended at the enclosing top-level definition, 90% cut
+  to 80 budget tokens), and Qwen's SPM order restarts the file instead of filling the hole.
 - Everything before the typed text stays byte-identical between keystrokes: the prefix window
   starts on a line boundary that only moves in jumps (a quarter of the budget at a time), and the
   context (imports, enclosing scope headers) is placed first and only when the window does not
@@ -21,10 +28,11 @@ One rule keeps BPE tokenizers from seeing a token boundary the model never saw i
 GPT-2-style pre-tokenizer splits "\n    return" as "\n   " + " return": the last space of an
 indentation belongs to the next word. A prompt ending in "\n    " (the cursor after indentation on
 an empty line) thus ends in a token that, in training, is followed by a newline, not by code, and
-the model answers with a blank line or " return" (one space too many). For the prefix-only layout
-the prompt leaves out that last whitespace character (`Prompt.lead`); the completion must begin
-with it, and it is removed from what is suggested (`unlead`). FIM layouts tokenize prefix and
-middle separately in training, so they keep the prefix whole.
+the model answers with a blank line or " return" (one space too many). A prompt that ends in typed
+text (the prefix-only layout, or a PSM middle) thus leaves out that last whitespace character
+(`Prompt.lead`); the completion must begin with it, and it is removed from what is suggested
+(`unlead`). A PSM prefix ends before the middle marker, tokenized apart as in training: kept
+whole.
 """
 
 from __future__ import annotations
@@ -42,8 +50,11 @@ class FimTemplate:
     layout: Layout
     pattern: str  # with {prefix} and {suffix}
 
-    def render(self, prefix: str, suffix: str) -> str:
-        return self.pattern.replace("{suffix}", suffix).replace("{prefix}", prefix)
+    def render(self, prefix: str, suffix: str, middle: str = "") -> str:
+        """The prompt; `middle`: text typed after the anchor, after the middle marker (PSM)."""
+        if middle and self.layout != "psm":
+            raise ValueError(f"{self.family}: only a PSM template takes a typed middle")
+        return self.pattern.replace("{suffix}", suffix).replace("{prefix}", prefix) + middle
 
 
 TEMPLATES: dict[str, FimTemplate] = {
@@ -99,6 +110,18 @@ class Prompt:
     context_used: bool
     lead: str = ""  # typed text left out of the prompt: the model's completion must begin with it
     markers: tuple[str, ...] = ()  # other files' block markers in the prompt (`Cut.markers`)
+    middle: str = ""  # PSM: the typed text after the middle marker (its lead left out)
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    """Where a document's PSM middle begins: at `offset` characters into the prefix window that
+    starts at line `start`, whose text up to there was `before`, with the suffix `suffix`."""
+
+    start: int
+    offset: int
+    before: str
+    suffix: str
 
 
 def indentation_lead(line_before_cursor: str) -> str:
@@ -122,9 +145,11 @@ class PromptBuilder:
         self.template = template_for(family)
         self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
         self._starts: dict[str, int] = {}
+        self._anchors: dict[str, _Anchor] = {}
 
     def forget(self, doc_id: str) -> None:
         self._starts.pop(doc_id, None)
+        self._anchors.pop(doc_id, None)
 
     def build(
         self,
@@ -138,8 +163,8 @@ class PromptBuilder:
     ) -> Prompt:
         """`lines` without terminators (joined by "\\n"); (row, col) in characters.
         `remember=False`: a prompt for a text the document may never have (a prefetch); the
-        document's window start stays as it was. `files`: other files' text, placed first (it
-        changes only on idle), its size taken from the prefix window's budget."""
+        document's window start and anchor stay as they were. `files`: other files' text, placed
+        first (it changes only on idle), its size taken from the prefix window's budget."""
         previous = self._starts.get(doc_id)
         limit = max(self.budget.prefix_chars // 2, self.budget.prefix_chars - len(files))
         start = self._window_start(doc_id, lines, row, col, limit)
@@ -147,9 +172,21 @@ class PromptBuilder:
             self._starts.pop(doc_id, None)
             if previous is not None:
                 self._starts[doc_id] = previous
-        lead = indentation_lead(lines[row][:col]) if self.template.layout == "prefix" else ""
-        prefix = "\n".join(lines[start:row] + [lines[row][: col - len(lead)]])
-        context_used = False
+        layout = self.template.layout
+        window = "\n".join(lines[start:row] + [lines[row][:col]])
+        suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
+        middle = ""
+        if layout == "psm":
+            anchor = self._anchor(doc_id, start, window, col, suffix, remember)
+            window, middle = window[: anchor.offset], window[anchor.offset :]
+        lead = ""
+        if layout == "prefix" or middle:
+            lead = indentation_lead(lines[row][:col])
+        if middle:
+            middle = middle[: len(middle) - len(lead)]
+        else:
+            window = window[: len(window) - len(lead)]
+        prefix, context_used = window, False
         if start > 0 and context:
             # Only headers from above the window: one in or below it (the signature being typed,
             # the enclosing def) is in the window already, and its text changes with each
@@ -158,8 +195,29 @@ class PromptBuilder:
             if header:
                 prefix = header + prefix
                 context_used = True
-        suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
-        return Prompt(files + self.template.render(prefix, suffix), start, context_used, lead)
+        text = files + self.template.render(prefix, suffix, middle)
+        return Prompt(text, start, context_used, lead, middle=middle)
+
+    def _anchor(
+        self, doc_id: str, start: int, window: str, col: int, suffix: str, remember: bool
+    ) -> _Anchor:
+        """The document's anchor if the text before it, the window and the suffix are as they
+        were and the middle is not too long; else one at the start of the cursor's line."""
+        kept = self._anchors.get(doc_id)
+        if (
+            kept is not None
+            and kept.start == start
+            and kept.suffix == suffix
+            and kept.offset <= len(window)
+            and len(window) - kept.offset <= self.budget.prefix_chars // 4
+            and window.startswith(kept.before)
+        ):
+            return kept
+        offset = len(window) - col
+        anchor = _Anchor(start, offset, window[:offset], suffix)
+        if remember:
+            self._anchors[doc_id] = anchor
+        return anchor
 
     def head(self, lines: list[str], files: str = "") -> tuple[int, int]:
         """The furthest line end whose prompt window starts at the top of the file (with `files`

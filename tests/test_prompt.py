@@ -61,14 +61,17 @@ def test_a_header_being_typed_inside_the_window_never_enters_the_context() -> No
     assert len(starts) == 1  # everything before the typed text is the same at each keystroke
 
 
-def test_after_indentation_only_the_prefix_layout_leaves_the_last_blank_out_of_the_prompt() -> None:
+def test_after_indentation_only_a_prompt_ending_in_typed_text_leaves_the_last_blank_out() -> None:
     lines = ["def f(x):", "    "]
     plain = PromptBuilder("none", context_tokens=256, max_new_tokens=16).build("a", lines, 1, 4)
     assert (plain.text, plain.lead) == ("def f(x):\n   ", " ")
     tabs = PromptBuilder("none", 256, 16).build("b", ["if a:", "\t\t"], 1, 2)
     assert (tabs.text, tabs.lead) == ("if a:\n\t", "\t")
     fim = PromptBuilder("qwen", context_tokens=256, max_new_tokens=16).build("c", lines, 1, 4)
-    assert fim.lead == "" and "def f(x):\n    <|fim_suffix|>" in fim.text
+    # The PSM middle (the cursor's line typed so far) ends the prompt: same rule.
+    assert (fim.text, fim.lead) == ("<|fim_prefix|>def f(x):\n<|fim_suffix|><|fim_middle|>   ", " ")
+    at_start = PromptBuilder("qwen", 256, 16).build("d", ["def f(x):", ""], 1, 0)
+    assert at_start.text == "<|fim_prefix|>def f(x):\n<|fim_suffix|><|fim_middle|>"
 
 
 def test_blanks_after_code_on_the_line_or_at_column_0_are_kept_in_the_prompt() -> None:
@@ -82,3 +85,58 @@ def test_unlead_removes_the_typed_lead_or_says_the_completion_differs() -> None:
     assert unlead("", " ") == ""
     assert unlead("\nx", " ") is None
     assert unlead("abc", "") == "abc"
+
+
+def _psm_head(text: str) -> str:
+    return text[: text.index("<|fim_middle|>") + len("<|fim_middle|>")]
+
+
+def test_psm_typing_changes_only_the_middle_after_the_anchor() -> None:
+    """Typing on a line, a new line, more typing: the prompt up to the middle marker (prefix,
+    suffix) is the same at every keystroke, and the middle is what was typed since the anchor."""
+    builder = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    above, below = _lines(20), ["", "print(value_0)"]
+    steps = [
+        (["    x"], 0, 5),
+        (["    x = 1"], 0, 9),
+        (["    x = 1", ""], 1, 0),
+        (["    x = 1", "    y"], 1, 5),
+    ]
+    heads, middles = set(), []
+    for typed, line, col in steps:
+        doc = above + typed + below
+        prompt = builder.build("doc", doc, len(above) + line, col)
+        heads.add(_psm_head(prompt.text))
+        middles.append(prompt.middle)
+    assert len(heads) == 1
+    assert heads.pop().endswith(
+        "value_19 = compute(19)\n<|fim_suffix|>\n\nprint(value_0)<|fim_middle|>"
+    )
+    assert middles == ["    x", "    x = 1", "    x = 1\n", "    x = 1\n    y"]
+
+
+def test_psm_anchor_moves_when_the_suffix_changes_or_the_cursor_leaves_the_middle() -> None:
+    builder = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    doc = _lines(10) + ["    total = f(", ""]
+    first = builder.build("doc", doc, 10, 14)
+    assert first.middle == "    total = f("
+    # An editor's auto-inserted bracket after the cursor: a new suffix, a new anchor (its line).
+    doc[10] = "    total = f(a)"
+    closed = builder.build("doc", doc, 10, 15)
+    assert closed.middle == "    total = f(a" and "<|fim_suffix|>)\n" in closed.text
+    # The cursor moved up two lines: the anchor is that line's start.
+    moved = builder.build("doc", doc, 8, 5)
+    assert moved.middle == doc[8][:5]
+    assert moved.text.startswith("<|fim_prefix|>" + "\n".join(doc[:8]) + "\n<|fim_suffix|>")
+
+
+def test_a_prompt_for_a_text_the_document_may_never_have_leaves_the_anchor_alone() -> None:
+    builder = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    doc = _lines(10) + ["    y = ", "z = 2"]
+    typed = builder.build("doc", doc, 10, 8)
+    elsewhere = _lines(5) + ["    q"]
+    guess = builder.build("doc", elsewhere, 5, 5, remember=False)
+    assert guess.middle == "    q"
+    doc[10] = "    y = 3"
+    after = builder.build("doc", doc, 10, 9)
+    assert _psm_head(after.text) == _psm_head(typed.text) and after.middle == "    y = 3"

@@ -50,14 +50,20 @@ def _fim_pattern(family: str) -> re.Pattern[str] | None:
     regex = "".join(
         f"(?P<{p[1:-1]}>.*)" if p in ("{prefix}", "{suffix}") else re.escape(p) for p in parts
     )
+    if template.layout == "psm":  # the typed middle after the middle marker (`prompt.Prompt`)
+        regex += "(?P<middle>.*)"
     return re.compile(regex + r"\Z", re.DOTALL)
 
 
-def split_fim(prompt: str, family: str) -> tuple[str, str] | None:
-    """(prefix, suffix) of a prompt rendered with `family`'s template; None if it is not one."""
+def split_fim(prompt: str, family: str) -> tuple[str, str, str] | None:
+    """(prefix, suffix, typed middle) of a prompt rendered with `family`'s template; None if it
+    is not one. The middle ("" but for PSM) goes as /infill's `prompt`, after its middle marker:
+    llama-server then keeps the prefix and suffix it cached while the middle is typed."""
     pattern = _fim_pattern(family)
     match = pattern.match(prompt) if pattern is not None else None
-    return None if match is None else (match["prefix"], match["suffix"])
+    if match is None:
+        return None
+    return match["prefix"], match["suffix"], match.groupdict().get("middle") or ""
 
 
 class LlamaServerBackend(RemoteBackend):
@@ -112,11 +118,12 @@ class LlamaServerBackend(RemoteBackend):
         fim = split_fim(prompt, self.spec.fim) if self.spec.fim != "none" else None
         if fim is None:
             return "/completion", {"prompt": request.prompt, **body}
-        prefix, suffix = fim
+        prefix, suffix, middle = fim
         return "/infill", {
             "input_extra": [{"filename": name, "text": text} for name, text in chunks],
             "input_prefix": prefix,
             "input_suffix": suffix,
+            "prompt": middle,
             **body,
         }
 

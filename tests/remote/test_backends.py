@@ -60,10 +60,11 @@ def test_openai_streams_over_sse_with_usage() -> None:
 
 def test_fim_prompt_goes_to_infill_split_back() -> None:
     prompt = "<|fim_prefix|>def f(\n<|fim_suffix|>\nreturn 1<|fim_middle|>"
-    assert split_fim(prompt, "qwen") == ("def f(\n", "\nreturn 1")
+    assert split_fim(prompt, "qwen") == ("def f(\n", "\nreturn 1", "")
+    assert split_fim(prompt + "    x", "qwen") == ("def f(\n", "\nreturn 1", "    x")
     assert split_fim("plain", "qwen") is None
     spm = "<fim_prefix><fim_suffix>S<fim_middle>P"
-    assert split_fim(spm, "starcoder") == ("P", "S")
+    assert split_fim(spm, "starcoder") == ("P", "S", "")
     fake = FakeEngine(PIECES[:2])
     try:
         backend_for(fake, fim="qwen").generate(GenerationRequest(prompt))
@@ -72,6 +73,7 @@ def test_fim_prompt_goes_to_infill_split_back() -> None:
     assert fake.paths == ["/infill"]
     assert fake.bodies[0]["input_prefix"] == "def f(\n"
     assert fake.bodies[0]["input_suffix"] == "\nreturn 1"
+    assert fake.bodies[0]["prompt"] == ""
 
 
 def test_stop_callback_closes_the_stream_early(engine: FakeEngine) -> None:

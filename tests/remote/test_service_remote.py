@@ -65,7 +65,8 @@ async def test_other_files_go_as_input_extra_in_a_stable_order(fake: FakeEngine)
     assert fake.paths[-1] == "/infill"
     first = fake.bodies[-1]
     assert first["input_extra"] == [{"filename": "shapes.py", "text": SHAPES_TEXT}]
-    assert first["input_prefix"] == MAIN_TEXT  # the chunks are not in the prefix as well
+    # The chunks are not in the prefix as well; the cursor's line goes after the middle marker.
+    assert (first["input_prefix"], first["prompt"]) == (MAIN_TEXT[: -len("print(")], "print(")
     assert "<|file_sep|>" not in first["input_prefix"] + first["input_suffix"]
     service.did_open(NOTES, "python", 1, NOTES_TEXT)
     typed = ""
@@ -73,7 +74,10 @@ async def test_other_files_go_as_input_extra_in_a_stable_order(fake: FakeEngine)
         await keystroke(service, version, ch)
         typed += ch
         assert fake.bodies[-1]["input_extra"] == first["input_extra"]
-        assert fake.bodies[-1]["input_prefix"] == MAIN_TEXT + typed
+        # The typed text goes after the middle marker (`prompt`): the prefix and suffix that
+        # llama-server cached stay the same at each keystroke.
+        assert fake.bodies[-1]["input_prefix"] + fake.bodies[-1]["prompt"] == MAIN_TEXT + typed
+        assert fake.bodies[-1]["input_prefix"] == fake.bodies[-2]["input_prefix"]
     service.arrivals._last_at[MAIN] -= 5  # noqa: SLF001  a pause of five seconds
     await keystroke(service, 5, "d")
     names = [chunk["filename"] for chunk in fake.bodies[-1]["input_extra"]]
