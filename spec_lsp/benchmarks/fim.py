@@ -74,6 +74,27 @@ def read_problems(path: Path, offset: int = 0, limit: int | None = None) -> list
     return problems
 
 
+def widen(problem: Problem, lines: int) -> Problem:
+    """The problem with its hole grown to up to `lines` lines: the suffix's next lines move into
+    the canonical solution while they are code of the hole's block (not blank, indented at least
+    as deep as the hole's first line). A single-line set thus yields multi-line holes whose tests
+    are the problem's own; a hole that cannot grow (the block ends after it) stays as it was."""
+    solution = problem["canonical_solution"]
+    first = solution.splitlines()[0] if solution.strip() else ""
+    depth = len(first) - len(first.lstrip())
+    rest = problem["suffix"].splitlines(keepends=True)
+    taken = 0
+    while taken < min(lines - 1, len(rest)):
+        line = rest[taken]
+        if not line.strip() or len(line) - len(line.lstrip()) < depth:
+            break
+        taken += 1
+    if not taken or not solution.endswith("\n"):
+        return problem
+    grown = solution + "".join(rest[:taken])
+    return {**problem, "canonical_solution": grown, "suffix": "".join(rest[taken:])}
+
+
 def opened(problem: Problem) -> str:
     """The document at the hole: a hole of whole lines (a prompt that ends a line, as all of
     HumanEval's) is the empty line the user is about to write, the cursor at its start."""
@@ -260,6 +281,7 @@ def run_fim(
     *,
     limit: int | None = None,
     offset: int = 0,
+    widen_to: int = 1,
     max_tokens: int = Options.max_tokens,
     timeout_s: float = 10.0,
     llama_server: str = "auto",
@@ -269,8 +291,11 @@ def run_fim(
 ) -> dict[str, Any]:
     """The whole report: figures per mode and a row per problem per mode. `preset`: the server's
     default when None; `gguf`: the file llama-server serves for its rows (none: no such rows);
-    `llama_server`: "auto" (rows when a binary and `gguf` exist) or "off". Raises FimError."""
-    problems = read_problems(data, offset, limit)
+    `llama_server`: "auto" (rows when a binary and `gguf` exist) or "off"; `widen_to`: holes
+    grown to up to that many lines (`widen`). Raises FimError."""
+    if widen_to < 1:
+        raise FimError(f"a hole spans at least one line (widen {widen_to})")
+    problems = [widen(p, widen_to) for p in read_problems(data, offset, limit)]
     if not problems:
         raise FimError(f"{data}: no problems at offset {offset}")
     options = _options(preset, device, max_tokens)
@@ -289,6 +314,7 @@ def run_fim(
         "data": str(data),
         **about,
         "offset": offset,
+        "widen_to": widen_to,
         "max_tokens": max_tokens,
         "timeout_s": timeout_s,
         "threads": threads or torch.get_num_threads(),

@@ -187,6 +187,13 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "--limit", type=int, metavar="N", help="the first N problems (from --offset; default all)"
     )
     p.add_argument("--offset", type=int, default=0, metavar="N", help="problems skipped first")
+    p.add_argument(
+        "--widen",
+        type=int,
+        default=1,
+        metavar="N",
+        help="grow each hole to up to N lines (the next lines of its block): multi-line holes",
+    )
     p.add_argument("--max-tokens", type=int, default=Options.max_tokens, metavar="N")
     p.add_argument(
         "--timeout", type=float, default=10.0, metavar="S", help="seconds per problem's tests"
@@ -215,6 +222,7 @@ def cmd_fim(args: argparse.Namespace) -> int:
         args.json,
         limit=args.limit,
         offset=args.offset,
+        widen_to=args.widen,
         max_tokens=args.max_tokens,
         timeout_s=args.timeout,
         llama_server=args.llama_server,

@@ -165,6 +165,28 @@ def test_the_figures_are_computed_from_the_rows() -> None:
     }
 
 
+def test_a_widened_hole_takes_the_next_lines_of_its_block_and_still_passes_its_tests() -> None:
+    problem = {
+        "task_id": "w", "prompt": "def f(xs):\n    s = 0\n", "entry_point": "f",
+        "canonical_solution": "    for x in xs:\n",
+        "suffix": "        s += x\n    return s\n\n\ndef g():\n    pass\n",
+        "test": "def check(candidate):\n    assert candidate([1, 2]) == 3\n",
+    }  # fmt: skip
+    two = fim.widen(problem, 2)
+    assert two["canonical_solution"] == "    for x in xs:\n        s += x\n"
+    assert two["suffix"] == "    return s\n\n\ndef g():\n    pass\n"
+    three = fim.widen(problem, 9)  # up to the blank line that ends the function
+    assert three["canonical_solution"].endswith("        s += x\n    return s\n")
+    assert three["suffix"] == "\n\ndef g():\n    pass\n"
+    assert fim.widen(problem, 1) == problem
+    deeper = {**problem, "canonical_solution": "        s += 2\n", "suffix": "    return s\n"}
+    assert fim.widen(deeper, 3) == deeper  # the block ends after the hole: it cannot grow
+    for grown in (two, three):
+        assert fim._judge(grown, grown["canonical_solution"], 1, 0.0, 10.0).passed
+        row = fim._judge(grown, "    for x in xs:\n", 1, 0.0, 10.0)
+        assert row.hole_multi_line and not row.passed
+
+
 def test_problems_read_alike_from_jsonl_and_gz(tmp_path: Path) -> None:
     packed = tmp_path / "mini.jsonl.gz"
     packed.write_bytes(gzip.compress(MINI.read_bytes()))
