@@ -13,13 +13,20 @@ model's own modules and weights and runs the same mathematics with:
   at load so that the pairs rotated together sit side by side; attention scores are unchanged);
 - a KV cache of preallocated per-layer tensors that grows in steps (`LeanCache`; rollback after a
   rejected draft only moves its length);
-- attention computed one query row at a time over exactly the keys that row sees, for passes of up
-  to `EXACT_ROWS` rows: a verification pass over k + 1 tokens then runs, row for row, the same
-  kernels on the same shapes as k + 1 one-token passes, so its greedy tokens are those of plain
-  decoding by construction, not by luck of rounding;
+- attention computed one query row at a time over exactly the keys that row sees, in passes of any
+  length, so that a row's numbers do not depend on the pass it is in: a verification pass over
+  k + 1 tokens gives, row for row, the numbers of k + 1 one-token passes (its greedy tokens are
+  those of plain decoding by construction, not by luck of rounding), and a prefill chunk those of
+  any other split of the prompt;
 - where the engine's own kernels are built (`native`), RMS norm, SiLU-times-up, and the rotation,
-  cache writes and row by row attention of a decode-sized pass run in them (one call each instead
-  of several of torch's ops), each row on its own, so the same holds.
+  cache writes and attention run in them (one call each instead of several of torch's ops), each
+  row on its own in a fixed order, for passes of every length.
+
+With GGUF block layers (row-invariant products, `qblocks`) a prompt prefilled in chunks of 128,
+resumed after a cancel, or extended by a few tokens over a reused cache holds bitwise the cache
+and logits of a cold prefill of the same prompt (tests/engine/test_prefill_invariance.py). torch's
+formats keep it only up to `EXACT_ROWS` rows a pass (longer ones de-quantize, `fusion.kernel`);
+dense float32 layers (torch's GEMM) are not row-invariant at any length.
 
 `LeanDecoder.supports(model)` says whether a loaded model can run here; the engine falls back to
 transformers' forward otherwise (`forward.choose_forward`, once at load: a `LeanDecoder` is a
@@ -41,8 +48,9 @@ from spec_lsp.engine.qblocks import BlockLinear
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
-# Passes of up to this many rows attend row by row (decode and verification); longer ones (a
-# prefill chunk) attend in one masked product: both modes prefill alike.
+# Passes of up to this many rows (decode and verification) run torch's packed formats on their
+# packed kernels; longer ones (a prefill chunk) run them in float32 on the de-quantized weight
+# (`fusion.kernel`). Attention and GGUF block layers compute each row alike at every length.
 EXACT_ROWS = quant.PREFILL_ROWS
 GROW = 256  # the cache grows by this many positions at a time
 KEY_PAD = 32  # positions of padding at the end of each key row (64 bytes in float16)
@@ -249,7 +257,7 @@ class LeanDecoder:
         heads, qk_heads = self.heads, self.heads + self.kv_heads
         qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim
         norm = self._norm
-        fused = self.native and n <= EXACT_ROWS  # rotation, cache writes and attention: one call
+        fused = self.native  # rotation, cache writes and attention: one call (any n)
         rot_pairs = torch.view_as_real(rot) if fused else rot
         for i, layer in enumerate(self.layers):
             qkv = layer.qkv(norm(h, layer.norm1))
@@ -290,31 +298,17 @@ class LeanDecoder:
     def _attend(
         self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, start: int, n: int
     ) -> torch.Tensor:
-        """q [n, heads, D] (scaled) against cached positions 0 .. start + n - 1: [n, heads, D]."""
+        """q [n, heads, D] (scaled) against cached positions 0 .. start + n - 1: [n, heads, D].
+
+        One row at a time, whatever n: row r runs torch's kernels on the shapes of a one-token pass
+        over exactly the keys it sees, so its numbers do not depend on the pass it is in."""
         group = self.heads // self.kv_heads
         if keys.dtype != q.dtype:  # a float16 cache: the positions this pass sees, in float32
             keys, values = keys[:, :, : start + n].to(q.dtype), values[:, : start + n].to(q.dtype)
-        if n == 1:  # one-token decoding
-            qr = q.view(self.kv_heads, group, -1)
-            scores = torch.bmm(qr, keys[:, :, : start + 1]).softmax(-1)
-            return torch.bmm(scores, values[:, : start + 1])
-        # [kv_heads, group, rows, D]: the query heads that share a KV head, stacked.
-        qg = q.view(n, self.kv_heads, group, -1).permute(1, 2, 0, 3)
-        if n <= EXACT_ROWS:
-            # Row r sees exactly the keys one-token decoding would: the same kernels, same shapes.
-            rows = []
-            for r in range(n):
-                length = start + r + 1
-                scores = torch.bmm(qg[:, :, r], keys[:, :, :length]).softmax(-1)
-                rows.append(torch.bmm(scores, values[:, :length]))
-            out = torch.stack(rows, dim=2)
-        else:
-            length = start + n
-            scores = torch.bmm(qg.reshape(self.kv_heads, group * n, -1), keys[:, :, :length])
-            pos = torch.arange(length, device=q.device)
-            query_pos = (start + torch.arange(n, device=q.device)).repeat(group)
-            scores = scores.masked_fill(pos[None, :] > query_pos[:, None], float("-inf"))
-            out = torch.bmm(scores.softmax(-1), values[:, :length]).view(
-                self.kv_heads, group, n, -1
-            )
-        return out.permute(2, 0, 1, 3)  # [n, kv_heads, group, D] == [n, heads, D]
+        qg = q.view(n, self.kv_heads, group, -1)  # row r: [kv_heads, group, D], the query heads
+        rows = []  # that share a KV head, stacked
+        for r in range(n):
+            length = start + r + 1
+            scores = torch.bmm(qg[r], keys[:, :, :length]).softmax(-1)
+            rows.append(torch.bmm(scores, values[:, :length]))
+        return torch.stack(rows).view(n, self.heads, -1)

@@ -30,7 +30,7 @@ def test_matches_transformers_forward_in_float32() -> None:
     ids = _ids(70)
     ref = model(input_ids=torch.tensor([ids])).logits[0]
     cache = decoder.new_cache()
-    # A prefill chunk (masked product), then decode-sized passes (row-by-row attention).
+    # A prefill chunk, then decode-sized passes.
     first, _, _ = decoder.forward(ids[:40], cache, keep=40)
     rest = [decoder.forward(ids[i : i + 3], cache, keep=3)[0] for i in range(40, 70, 3)]
     got = torch.cat([first, *rest])

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 #include <ATen/ops/empty_like.h>
@@ -456,6 +457,23 @@ void scores_heads(const float* q, const T* K, int64_t ks, int64_t D, int64_t lo,
     }
     for (int h = 0; h < HB; ++h) _mm256_storeu_ps(p + h * ps + (j - lo), acc[h]);
   }
+  if (j < hi && j + 8 <= ks) {
+    // The last 1-7 keys as one vector reaching into the keys after them (still the row: rows are
+    // padded past the capacity), the lanes past hi dropped: each score's chain as the scalar
+    // loop's, without its latency (D dependent FMAs for each key and head, one at a time).
+    __m256 acc[HB];
+    for (int h = 0; h < HB; ++h) acc[h] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; ++d) {
+      const __m256 kv = load8(K + d * ks + j);
+      for (int h = 0; h < HB; ++h) acc[h] = _mm256_fmadd_ps(_mm256_set1_ps(q[h * D + d]), kv, acc[h]);
+    }
+    float lanes[8];
+    for (int h = 0; h < HB; ++h) {
+      _mm256_storeu_ps(lanes, acc[h]);
+      for (int64_t l = 0; l < hi - j; ++l) p[h * ps + (j - lo) + l] = lanes[l];
+    }
+    j = hi;
+  }
 #endif
   for (; j < hi; ++j)
     for (int h = 0; h < HB; ++h) {
@@ -533,14 +551,19 @@ template <typename T>
 void attend_rows(const float* qp, const T* kp, const T* vp, float* op, int64_t n, int64_t heads,
                  int64_t D, int64_t ks, int64_t cap, int64_t group, int64_t start) {
   const int64_t kv = heads / group, stride = D + 2;
-  std::vector<float> parts(n * heads * 2 * stride);
-  float* pp = parts.data();
+  // Every (row, head, part) is written below: no need to zero them first.
+  std::unique_ptr<float[]> parts(new float[n * heads * 2 * stride]);
+  float* pp = parts.get();
   // One item: a row, a KV head and one part of the row's keys, for the KV head's query heads
-  // (3 at a time: each key and value vector loaded once for them).
+  // (3 at a time: each key and value vector loaded once for them). Rows in the order 0, n - 1, 1,
+  // n - 2, ...: a row costs in proportion to its keys, and each thread gets one contiguous run of
+  // items, so the runs of a prefill chunk cost about the same. (Which thread computes a row
+  // changes nothing in its numbers.)
   at::parallel_for(0, n * kv * 2, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(3 * (start + n + 8));
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t r = item / (kv * 2), g = (item / 2) % kv, c = item % 2;
+      const int64_t i = item / (kv * 2), g = (item / 2) % kv, c = item % 2;
+      const int64_t r = i % 2 == 0 ? i / 2 : n - 1 - i / 2;
       const int64_t len = start + r + 1, mid = split_of(len);
       const int64_t lo = c == 0 ? 0 : mid, hi = c == 0 ? mid : len;
       const T* K = kp + g * D * ks;

@@ -1,0 +1,118 @@
+"""A prompt's KV cache and logits do not depend on the passes it was prefilled in.
+
+The engine prefills in chunks of 128 tokens, a cancelled prefill resumes where it stopped, and a
+prompt that shares a prefix with a cached one prefills only its new tokens: all of these must leave
+bitwise the cache of one cold prefill, or the same prompt gets another greedy answer depending on
+the typing that came before it. Each pass of the lean forward computes every row on its own, in an
+order that does not depend on how many rows the pass has (attention included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from spec_lsp.engine import fusion, gguf_model, lean, native, quant
+from spec_lsp.engine.sources import tiny_model
+from tests.engine.gguf_files import write_tiny
+
+PASSES = (128, 64, 33, 32, 7, 1)  # the engine's chunk, longer and shorter than EXACT_ROWS, decoding
+TOKENS = 200
+
+needs_native = pytest.mark.skipif(not native.available(), reason="native kernels not built here")
+
+
+def _ids(vocab: int) -> list[int]:
+    return torch.randint(0, vocab, (TOKENS,), generator=torch.Generator().manual_seed(0)).tolist()
+
+
+def _prefill(
+    decoder: lean.LeanDecoder, ids: list[int], step: int
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The last position's logits, and each layer's held keys and values, after `ids` in passes
+    of `step` tokens."""
+    cache = decoder.new_cache()
+    for i in range(0, len(ids), step):
+        logits, _, _ = decoder.forward(ids[i : i + step], cache)
+    n = cache.length
+    held = [k[:, :, :n] for k in cache.keys] + [v[:, :n] for v in cache.values]
+    return logits, held
+
+
+def _assert_invariant(make: Callable[[], lean.LeanDecoder], vocab: int) -> None:
+    ids = _ids(vocab)
+    cold_logits, cold_cache = _prefill(make(), ids, PASSES[0])
+    for step in PASSES[1:]:
+        logits, cache = _prefill(make(), ids, step)
+        assert torch.equal(logits, cold_logits), f"logits after passes of {step} tokens"
+        for i, (got, want) in enumerate(zip(cache, cold_cache, strict=True)):
+            assert torch.equal(got, want), f"cache tensor {i} after passes of {step} tokens"
+
+
+def _llama(fmt: str) -> lean.LeanDecoder:
+    model = tiny_model(3, 11, 256)
+    quant.apply_format(model, fmt)
+    return lean.LeanDecoder(model)
+
+
+@needs_native
+@pytest.mark.parametrize("fmt", ["int4", "int8"])  # Q4_1 and Q8_0 blocks
+def test_native_prefill_of_block_layers_is_the_same_in_passes_of_any_length(fmt: str) -> None:
+    assert _llama(fmt).kv_dtype == torch.float16
+    _assert_invariant(lambda: _llama(fmt), 256)
+
+
+@needs_native
+def test_native_prefill_of_a_gguf_qwen2_is_the_same_in_passes_of_any_length(
+    tmp_path: Path,
+) -> None:
+    """Every block type the coder pair's files use (Q4_K, Q6_K, Q5_0, Q8_0, Q4_1), q/k/v biases."""
+    path = write_tiny(tmp_path / "qwen2.gguf", "qwen2", seed=3)
+
+    def make() -> lean.LeanDecoder:
+        return lean.LeanDecoder(gguf_model.load_model(path, index_cache=tmp_path / "index.json"))
+
+    _assert_invariant(make, 320)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_torch_attention_of_a_row_is_the_same_in_passes_of_any_length(dtype: torch.dtype) -> None:
+    """torch's attention (no native kernels) over a float32 or float16 cache, row for row."""
+    decoder = _llama("int4")
+    gen = torch.Generator().manual_seed(1)
+    q = torch.randn(TOKENS, decoder.heads, decoder.head_dim, generator=gen)  # [n, heads, D]
+    kv, dim = decoder.kv_heads, decoder.head_dim
+    keys = torch.randn(kv, dim, TOKENS, generator=gen).to(dtype)  # [kv, D, cap]
+    values = torch.randn(kv, TOKENS, dim, generator=gen).to(dtype)  # [kv, cap, D]
+
+    def attend(step: int) -> torch.Tensor:
+        parts = [
+            decoder._attend(q[i : i + step], keys, values, i, len(q[i : i + step]))
+            for i in range(0, TOKENS, step)
+        ]
+        return torch.cat(parts)
+
+    cold = attend(PASSES[0])
+    for step in PASSES[1:]:
+        assert torch.equal(attend(step), cold), f"passes of {step} rows"
+
+
+def test_torch_fallback_attention_is_the_same_in_passes_of_any_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the native kernels: torch's int4 layers, norms and attention, float32 cache. The
+    layers run their packed kernel at every length here: above PREFILL_ROWS `fusion.kernel` hands
+    torch's formats to a float32 product on the de-quantized weight, another path of rounding, which
+    this test is not about (the attention is)."""
+    monkeypatch.setattr(native, "available", lambda: False)
+    monkeypatch.setattr(fusion, "PREFILL_ROWS", 1 << 30)
+
+    def make() -> lean.LeanDecoder:
+        decoder = _llama("int4")
+        assert not decoder.native and decoder.kv_dtype == torch.float32
+        return decoder
+
+    _assert_invariant(make, 256)
