@@ -21,7 +21,6 @@ off, the same max tokens; its raw output fills the hole in one row, its first li
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import sys
 import time
@@ -31,15 +30,9 @@ from typing import IO, Any
 from urllib.error import HTTPError
 
 from spec_lsp.benchmarks.fim_exec import Row, score
+from spec_lsp.benchmarks.fim_problems import FimError, Problem, read_problems, widen
 from spec_lsp.config import Options
 from spec_lsp.stats import percentile
-
-Problem = dict[str, str]
-KEYS = ("task_id", "prompt", "suffix", "canonical_solution", "test", "entry_point")
-
-
-class FimError(Exception):
-    """The bench cannot run: unreadable data, or a model that did not load."""
 
 
 @dataclass(frozen=True)
@@ -50,49 +43,6 @@ class InlineEdit:
     start: tuple[int, int]
     end: tuple[int, int]
     text: str
-
-
-def read_problems(path: Path, offset: int = 0, limit: int | None = None) -> list[Problem]:
-    """Problems from a .jsonl or .jsonl.gz file, `limit` of them from `offset`."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            lines = [line for line in f if line.strip()]
-    except (OSError, EOFError) as exc:
-        raise FimError(f"cannot read {path}: {exc}") from exc
-    chosen = lines[offset:] if limit is None else lines[offset : offset + limit]
-    problems = []
-    for n, line in enumerate(chosen, offset + 1):
-        try:
-            problem = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FimError(f"{path}: problem {n} is not JSON ({exc})") from exc
-        missing = [key for key in KEYS if key not in problem]
-        if missing:
-            raise FimError(f"{path}: problem {n} lacks {', '.join(missing)}")
-        problems.append(problem)
-    return problems
-
-
-def widen(problem: Problem, lines: int) -> Problem:
-    """The problem with its hole grown to up to `lines` lines: the suffix's next lines move into
-    the canonical solution while they are code of the hole's block (not blank, indented at least
-    as deep as the hole's first line). A single-line set thus yields multi-line holes whose tests
-    are the problem's own; a hole that cannot grow (the block ends after it) stays as it was."""
-    solution = problem["canonical_solution"]
-    first = solution.splitlines()[0] if solution.strip() else ""
-    depth = len(first) - len(first.lstrip())
-    rest = problem["suffix"].splitlines(keepends=True)
-    taken = 0
-    while taken < min(lines - 1, len(rest)):
-        line = rest[taken]
-        if not line.strip() or len(line) - len(line.lstrip()) < depth:
-            break
-        taken += 1
-    if not taken or not solution.endswith("\n"):
-        return problem
-    grown = solution + "".join(rest[:taken])
-    return {**problem, "canonical_solution": grown, "suffix": "".join(rest[taken:])}
 
 
 def opened(problem: Problem) -> str:

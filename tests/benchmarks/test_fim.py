@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.benchmarks import fim, fim_exec
+from spec_lsp.benchmarks import fim, fim_exec, fim_problems
 from spec_lsp.benchmarks.fim_exec import Row
 from spec_lsp.cli import main
 
@@ -26,8 +26,8 @@ MINI = Path(__file__).parent / "data" / "fim-mini.jsonl"
 
 
 @pytest.fixture(scope="module")
-def problems() -> list[fim.Problem]:
-    return fim.read_problems(MINI)
+def problems() -> list[fim_problems.Problem]:
+    return fim_problems.read_problems(MINI)
 
 
 def _row(**kw: object) -> Row:
@@ -38,7 +38,9 @@ def _row(**kw: object) -> Row:
     return Row(**{**base, **kw})  # type: ignore[arg-type]
 
 
-def test_the_canonical_solution_passes_and_a_wrong_one_fails(problems: list[fim.Problem]) -> None:
+def test_the_canonical_solution_passes_and_a_wrong_one_fails(
+    problems: list[fim_problems.Problem],
+) -> None:
     for p in problems:
         right = fim_exec.check(p, p["prompt"] + p["canonical_solution"] + p["suffix"])
         wrong = fim_exec.check(p, p["prompt"] + "    pass\n" + p["suffix"])
@@ -114,7 +116,7 @@ def test_an_edit_replaces_its_range_before_and_after_the_cursor() -> None:
     assert fim.apply_edit(document, across) == "def f():\n    pass\n\ny = 2\n"
 
 
-def test_the_answer_lands_at_the_hole(problems: list[fim.Problem]) -> None:
+def test_the_answer_lands_at_the_hole(problems: list[fim_problems.Problem]) -> None:
     for p in problems:
         line, character = fim.hole(p["prompt"])
         edit = fim.inline_edit("HOLE", line, character)
@@ -124,7 +126,7 @@ def test_the_answer_lands_at_the_hole(problems: list[fim.Problem]) -> None:
 
 
 def test_a_one_line_answer_without_its_newline_fills_the_empty_line_of_the_hole(
-    problems: list[fim.Problem],
+    problems: list[fim_problems.Problem],
 ) -> None:
     """As an editor shows ghost text on an empty line: the line's text, no newline."""
     single = next(p for p in problems if not fim_exec.spans_lines(p["canonical_solution"]))
@@ -132,7 +134,7 @@ def test_a_one_line_answer_without_its_newline_fills_the_empty_line_of_the_hole(
     assert row.passed and row.exact_first_line
 
 
-def test_a_row_judges_the_filled_document(problems: list[fim.Problem]) -> None:
+def test_a_row_judges_the_filled_document(problems: list[fim_problems.Problem]) -> None:
     multi = next(p for p in problems if fim_exec.spans_lines(p["canonical_solution"]))
     right = fim._judge(multi, multi["canonical_solution"], 7, 12.34, 10.0)
     assert (right.passed, right.exact_first_line, right.multi_line) == (True, True, True)
@@ -172,15 +174,15 @@ def test_a_widened_hole_takes_the_next_lines_of_its_block_and_still_passes_its_t
         "suffix": "        s += x\n    return s\n\n\ndef g():\n    pass\n",
         "test": "def check(candidate):\n    assert candidate([1, 2]) == 3\n",
     }  # fmt: skip
-    two = fim.widen(problem, 2)
+    two = fim_problems.widen(problem, 2)
     assert two["canonical_solution"] == "    for x in xs:\n        s += x\n"
     assert two["suffix"] == "    return s\n\n\ndef g():\n    pass\n"
-    three = fim.widen(problem, 9)  # up to the blank line that ends the function
+    three = fim_problems.widen(problem, 9)  # up to the blank line that ends the function
     assert three["canonical_solution"].endswith("        s += x\n    return s\n")
     assert three["suffix"] == "\n\ndef g():\n    pass\n"
-    assert fim.widen(problem, 1) == problem
+    assert fim_problems.widen(problem, 1) == problem
     deeper = {**problem, "canonical_solution": "        s += 2\n", "suffix": "    return s\n"}
-    assert fim.widen(deeper, 3) == deeper  # the block ends after the hole: it cannot grow
+    assert fim_problems.widen(deeper, 3) == deeper  # the block ends after the hole: it cannot grow
     for grown in (two, three):
         assert fim._judge(grown, grown["canonical_solution"], 1, 0.0, 10.0).passed
         row = fim._judge(grown, "    for x in xs:\n", 1, 0.0, 10.0)
@@ -190,8 +192,8 @@ def test_a_widened_hole_takes_the_next_lines_of_its_block_and_still_passes_its_t
 def test_problems_read_alike_from_jsonl_and_gz(tmp_path: Path) -> None:
     packed = tmp_path / "mini.jsonl.gz"
     packed.write_bytes(gzip.compress(MINI.read_bytes()))
-    assert fim.read_problems(packed) == fim.read_problems(MINI)
-    assert [p["task_id"] for p in fim.read_problems(packed, offset=1, limit=2)] == [
+    assert fim_problems.read_problems(packed) == fim_problems.read_problems(MINI)
+    assert [p["task_id"] for p in fim_problems.read_problems(packed, offset=1, limit=2)] == [
         "FimMini/1/L2",
         "FimMini/2/L3",
     ]
@@ -249,7 +251,7 @@ class _FakeInfill(http.server.BaseHTTPRequestHandler):
 
 
 def test_llama_server_rows_send_the_hole_greedily_and_judge_raw_and_first_line(
-    problems: list[fim.Problem], monkeypatch: pytest.MonkeyPatch
+    problems: list[fim_problems.Problem], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from spec_lsp.benchmarks import llama_cpp
 
