@@ -3,8 +3,10 @@
 Packed layers round their inputs (to bfloat16 for torch's kernels, to int8 blocks for the native
 ones), which turns the ~1e-6 differences between an attention over 1 query and over k into whole
 rounding steps, enough to flip a near-tie of the greedy token. Computed in float64 and rounded
-back, those differences vanish, so a verification pass sees what one-token decoding sees. (The
-engine's lean forward attends row by row instead: `lean.py`.)
+back, those differences vanish, so a verification pass sees what one-token decoding sees, and a
+prefill chunk what shorter passes over the same tokens see: at every pass length, as the packed
+layers run their packed kernels at every length (`quant.PREFILL_ROWS`). (The engine's lean forward
+attends row by row instead: `lean.py`.)
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from typing import Any
 
 import torch
 from torch import nn
-
-from spec_lsp.engine.qblocks import PREFILL_ROWS
 
 EXACT_ATTENTION = "spec_lsp_exact"
 
@@ -30,8 +30,6 @@ def _exact_attention(
     """transformers' SDPA attention computed in float64, its result rounded back."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if query.shape[-2] > PREFILL_ROWS:  # a prefill chunk: both modes prefill alike
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     mask = attention_mask
     if mask is not None and mask.is_floating_point():
         mask = mask.double()

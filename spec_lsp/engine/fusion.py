@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from spec_lsp.engine.qblocks import BlockLinear
-from spec_lsp.engine.quant import COMPUTE, PREFILL_ROWS, CastLinear, Int4Linear, Int8Linear
+from spec_lsp.engine.quant import COMPUTE, CastLinear, Int4Linear, Int8Linear
 
 
 class RowConcat(nn.Module):
@@ -95,18 +95,15 @@ def cast_weight(layer: nn.Module) -> torch.Tensor:
 
 
 def kernel(layer: nn.Module) -> Any:
-    """x [n, K] -> x W^T [n, N] for a linear layer of any format: the packed kernel itself for a
-    decode-sized pass (no per-call reshapes or casts beyond the kernel's own input dtype)."""
+    """x [n, K] -> x W^T [n, N] for a linear layer of any format: a packed layer's kernel itself
+    (no per-call reshapes or casts beyond the kernel's own input dtype), at every pass length, so
+    that each row of a pass gets the bits of a one-row pass (GGUF blocks and torch's int4 / int8
+    alike); a dense layer's float32 / bfloat16 GEMM, whose rounding may depend on the rows."""
     product = _packed_product(layer)
     if product is not None:
         bias = getattr(layer, "bias", None)
-        # A prefill chunk on torch's formats takes the layer's own float32 path; GGUF blocks run
-        # the integer kernel at every length (`qblocks`).
-        rows = None if isinstance(layer, BlockLinear) else PREFILL_ROWS
 
         def packed(x: torch.Tensor) -> torch.Tensor:
-            if rows is not None and x.shape[0] > rows:
-                return layer(x)
             y = product(x)
             return y if bias is None else y + bias
 

@@ -100,19 +100,47 @@ def test_torch_attention_of_a_row_is_the_same_in_passes_of_any_length(dtype: tor
         assert torch.equal(attend(step), cold), f"passes of {step} rows"
 
 
-def test_torch_fallback_attention_is_the_same_in_passes_of_any_length(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("fmt", ["int4", "int8"])
+def test_torch_packed_layers_give_each_row_the_bits_of_a_one_row_pass(fmt: str) -> None:
+    """torch's int4 and int8 layers, as a module and as `fusion.kernel` (what the lean forward
+    runs), on passes shorter and longer than PREFILL_ROWS: one packed kernel at every length."""
+    gen = torch.Generator().manual_seed(4)
+    weight = torch.randn(96, 128, generator=gen)
+    layer = (
+        quant.Int4Linear.from_weight(weight)
+        if fmt == "int4"
+        else quant.Int8Linear.from_weight(weight)
+    )
+    layer.bias = torch.randn(96, generator=gen).to(quant.COMPUTE)
+    x = torch.randn(TOKENS, 128, generator=gen)
+    for run in (layer, fusion.kernel(layer)):
+        singles = torch.cat([run(x[i : i + 1]) for i in range(TOKENS)])
+        for step in PASSES:
+            got = torch.cat([run(x[i : i + step]) for i in range(0, TOKENS, step)])
+            assert torch.equal(got, singles), f"{type(run).__name__}, passes of {step} rows"
+
+
+@pytest.mark.parametrize("fmt", ["int4", "int8"])
+def test_torch_fallback_prefill_is_the_same_in_passes_of_any_length(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without the native kernels: torch's int4 layers, norms and attention, float32 cache. The
-    layers run their packed kernel at every length here: above PREFILL_ROWS `fusion.kernel` hands
-    torch's formats to a float32 product on the de-quantized weight, another path of rounding, which
-    this test is not about (the attention is)."""
+    """Without the native kernels: torch's int4 (output int4) or int8 layers through
+    `fusion.kernel`, torch's norms and attention, float32 cache, passes up to 128 rows, four
+    times PREFILL_ROWS: the packed kernels run at every length."""
     monkeypatch.setattr(native, "available", lambda: False)
-    monkeypatch.setattr(fusion, "PREFILL_ROWS", 1 << 30)
+
+    packed = quant.Int4Linear if fmt == "int4" else quant.Int8Linear
 
     def make() -> lean.LeanDecoder:
-        decoder = _llama("int4")
+        model = tiny_model(3, 11, 256)
+        quant.apply_format(model, fmt)
+        assert all(isinstance(m, packed) for m in model.modules() if _linear(m))
+        decoder = lean.LeanDecoder(model)
         assert not decoder.native and decoder.kv_dtype == torch.float32
         return decoder
 
     _assert_invariant(make, 256)
+
+
+def _linear(module: torch.nn.Module) -> bool:
+    return isinstance(module, torch.nn.Linear | quant.Int4Linear | quant.Int8Linear)
