@@ -24,9 +24,9 @@ model's own modules and weights and runs the same mathematics with:
 
 With GGUF block layers (row-invariant products, `qblocks`) a prompt prefilled in chunks of 128,
 resumed after a cancel, or extended by a few tokens over a reused cache holds bitwise the cache
-and logits of a cold prefill of the same prompt (tests/engine/test_prefill_invariance.py). torch's
-formats keep it only up to `EXACT_ROWS` rows a pass (longer ones de-quantize, `fusion.kernel`);
-dense float32 layers (torch's GEMM) are not row-invariant at any length.
+and logits of a cold prefill of the same prompt (tests/engine/test_prefill_invariance.py); so do
+torch's packed int4/int8 formats (`quant`: their packed kernel at every pass length). Dense
+float32 layers (torch's GEMM) are not row-invariant at any length.
 
 `LeanDecoder.supports(model)` says whether a loaded model can run here; the engine falls back to
 transformers' forward otherwise (`forward.choose_forward`, once at load: a `LeanDecoder` is a
@@ -48,9 +48,8 @@ from spec_lsp.engine.qblocks import BlockLinear
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
-# Passes of up to this many rows (decode and verification) run torch's packed formats on their
-# packed kernels; longer ones (a prefill chunk) run them in float32 on the de-quantized weight
-# (`fusion.kernel`). Attention and GGUF block layers compute each row alike at every length.
+# The size of a pass `benchmarks.quality` scores a text in. No kernel switches on it any more:
+# attention, GGUF blocks and torch's packed formats compute each row alike at every length.
 EXACT_ROWS = quant.PREFILL_ROWS
 GROW = 256  # the cache grows by this many positions at a time
 KEY_PAD = 32  # positions of padding at the end of each key row (64 bytes in float16)

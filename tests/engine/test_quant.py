@@ -168,7 +168,7 @@ def test_load_engine_in_int4_is_identical_to_itself_in_every_mode() -> None:
         assert run(engine, CODE_PROMPTS[0], method).token_ids == plain.token_ids
 
 
-def test_prefill_rows_take_the_float32_path_with_the_same_weights() -> None:
+def test_a_prefill_sized_pass_computes_the_layers_weights_row_for_row() -> None:
     blocks = q4_1_blocks(q4_1_matrix(64, 128, seed=3))
     lin = Int4Linear.from_blocks(blocks)
     x = torch.randn(40, 128)  # more rows than PREFILL_ROWS
