@@ -2,7 +2,7 @@
 engine/kblocks.py): the file's bytes taken and given back as they are, gguf-py's de-quantization
 bit for bit, products that are the block mathematics, rows of a pass bitwise those of one-row
 passes (what keeps verification exact), and the same bits from every path (plain C++, AVX2,
-VNNI)."""
+VNNI in 256 or 512 bits)."""
 
 from __future__ import annotations
 
@@ -171,11 +171,16 @@ def test_kinds_and_blocks_for_a_loader() -> None:
 
 
 def _fixed_outputs() -> dict[str, torch.Tensor]:
-    """Products of every kind for a fixed input (compared across the kernels' paths)."""
+    """Products of every kind for a fixed input, passes of 1 to 61 rows (every tile size of every
+    path), compared across the kernels' paths."""
     gen = torch.Generator().manual_seed(9)
-    x = torch.randn(5, 512, generator=gen)
-    kinds = ["q4_1", "q8_0", *NEW_KINDS]
-    return {kind: BlockLinear(_random_blocks(kind, 44, 512, 9), 512, kind)(x) for kind in kinds}
+    x = torch.randn(61, 512, generator=gen)
+    outputs = {}
+    for kind in ["q4_1", "q8_0", *NEW_KINDS]:
+        layer = BlockLinear(_random_blocks(kind, 44, 512, 9), 512, kind)
+        for rows in (1, 5, 9, 61):
+            outputs[f"{kind} {rows}"] = layer(x[:rows])
+    return outputs
 
 
 @pytest.mark.skipif(DUMP not in os.environ, reason="written for another path's run")
@@ -201,12 +206,20 @@ def test_the_plain_cpp_kernels_pass_these_tests_with_the_same_bits(tmp_path: Pat
         assert torch.equal(theirs[kind], y), kind
 
 
-@pytest.mark.skipif(
-    not native.isa().endswith("vnni") or os.environ.get("SPEC_LSP_KERNELS") is not None,
-    reason="a machine with VNNI: its AVX2 path compared with it",
-)
-def test_the_avx2_path_gives_the_vnni_paths_bits(tmp_path: Path) -> None:
-    theirs = _run_path("avx2", tmp_path, [f"{__file__}::test_write_the_fixed_outputs"])
+def test_the_512_bit_path_is_built_where_the_cpu_has_it() -> None:
+    mode = os.environ.get("SPEC_LSP_KERNELS")
+    wide = native._cpu_flags() >= native.AVX512 and mode not in ("plain", "avx2", "avx2+vnni")
+    assert (native.vector_bits() == 512) == (wide and native.simd())
+
+
+@pytest.mark.parametrize("mode", ["avx2", "avx2+vnni"])
+def test_the_256_bit_paths_give_the_wider_paths_bits(mode: str, tmp_path: Path) -> None:
+    """On a machine with VNNI: the AVX2 path (and, where the default is AVX-512, the 256-bit VNNI
+    path) gives bitwise this run's numbers."""
+    vnni, wide = native.isa() == "avx2+vnni", native.vector_bits() == 512
+    if not (vnni and (mode == "avx2" or wide)) or os.environ.get("SPEC_LSP_KERNELS") is not None:
+        pytest.skip(f"a machine whose default path is wider than {mode}")
+    theirs = _run_path(mode, tmp_path, [f"{__file__}::test_write_the_fixed_outputs"])
     for kind, y in _fixed_outputs().items():
         assert torch.equal(theirs[kind], y), kind
 

@@ -21,8 +21,15 @@
   Q5_0 4864 x 896: 0.12 / 0.39 / 6.2 | 0.13 / 0.45 / 8.0 | Q4_1 0.09 / 0.38 / 6.6;
   Q6_K 151936 x 1536 (191 MB, from memory): 20-23 / 38-41 / 503 (Q8_0: 24.8 / 59.8 / 524,
   Q4_1: 15.6 / 41.7 / 403); software prefetch took its one-row pass from 30.5 ms.
-  VNNI pays 20-25% for 8 rows and more, nothing for one; AVX-512 (16 rows a vector) was not
-  tried: it needs 16-row groups, another packing.
+  VNNI pays 20-25% for 8 rows and more, nothing for one.
+- Where the CPU has AVX-512 (F, BW, VL) with VNNI, the same packing in 512-bit registers: two
+  k-steps of the 8 rows a zmm (one 8-byte broadcast of the activations feeds both), two rows'
+  sums in one zmm for the float operations, and up to 32 activation rows per unpacked block (the
+  256-bit paths: 4). Measured 2026-12-04 on the same VM (one thread, CPU time, ms for M = 1 / 8 /
+  128, AVX-512 | 256-bit VNNI): Q4_K 8960 x 1536: 0.34-0.41 / 1.19-1.22 / 18.4-18.6 | 0.34 /
+  1.38-1.41 / 23.2-25.2; Q6_K 8960 x 1536: 0.51-0.55 / 1.95-1.98 / 24.0-24.3 | 0.58-0.62 /
+  2.02-2.13 / 31.7-33.2; Q5_0 4864 x 896: 0.12 / 0.38 / 5.4-5.6 | 0.13-0.14 / 0.45-0.48 /
+  6.9-7.3. `SPEC_LSP_KERNELS=avx2+vnni` builds the 256-bit VNNI path there instead (to compare).
 - The small operations of a pass, one call each instead of several of torch's ops: RMS norm,
   SiLU(gate) * up, and attention row by row (scores, softmax, values for one query row over
   exactly the keys it sees; float16 or float32 caches). With the products: a one-token pass
@@ -70,6 +77,7 @@ log = logging.getLogger(__name__)
 
 SOURCES = (Path(__file__).with_name("q4.cpp"), Path(__file__).with_name("kquants.cpp"))
 NAME = "spec_lsp_kernels"
+AVX512 = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"}  # the 512-bit path's CPU flags
 
 
 def _cpu_flags() -> set[str]:
@@ -87,13 +95,16 @@ def _cpu_flags() -> set[str]:
 def _flags() -> list[str]:
     """The compiler's flags: AVX2 where torch finds it (`SPEC_LSP_KERNELS=plain`: never, the plain
     C++ of a machine without it, to test that path anywhere), and the VNNI dot products where the
-    CPU has them (AVX-VNNI, or AVX512-VNNI with AVX512VL; `SPEC_LSP_KERNELS=avx2`: not)."""
+    CPU has them (`SPEC_LSP_KERNELS=avx2`: not): in 512-bit registers where it has AVX512 F, BW,
+    VL and VNNI (`SPEC_LSP_KERNELS=avx2+vnni`: not), else AVX-VNNI or AVX512-VNNI with VL."""
     flags = ["-O3", "-std=c++17", "-fopenmp", "-ffp-contract=off"]
     mode = os.environ.get("SPEC_LSP_KERNELS")
     if mode != "plain" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
         flags += ["-mavx2", "-mfma", "-mf16c"]
         cpu = _cpu_flags() if mode != "avx2" else set()
-        if "avx_vnni" in cpu:
+        if mode != "avx2+vnni" and cpu >= AVX512:
+            flags += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni"]
+        elif "avx_vnni" in cpu:
             flags.append("-mavxvnni")
         elif {"avx512_vnni", "avx512vl"} <= cpu:
             flags += ["-mavx512vnni", "-mavx512vl"]
@@ -180,7 +191,16 @@ def simd() -> bool:
 
 
 def isa() -> str:
-    """The K-quant kernels' path: "plain", "avx2" or "avx2+vnni" ("" when not available)."""
+    """The K-quant kernels' path: "plain", "avx2" or "avx2+vnni" ("" when not available); the
+    VNNI path in 512-bit registers is "avx2+vnni" too, the kernel family forward.py names
+    (`vector_bits` tells them apart)."""
     if not available():
         return ""
-    return ("plain", "avx2", "avx2+vnni")[int(torch.ops.spec_lsp.kq_isa())]
+    return ("plain", "avx2", "avx2+vnni", "avx2+vnni")[int(torch.ops.spec_lsp.kq_isa())]
+
+
+def vector_bits() -> int:
+    """The width of the K-quant kernels' dot products: 512, 256, or 0 (plain C++, or none)."""
+    if not available():
+        return 0
+    return (0, 256, 256, 512)[int(torch.ops.spec_lsp.kq_isa())]

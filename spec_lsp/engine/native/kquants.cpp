@@ -4,7 +4,7 @@
 //
 //   kq_mm(x [M, K] f32, w [ceil(N/8), K/B, P] u8, N, kind) -> [M, N]
 //   kq_dequant(w, N, K, kind) -> [N, K] f32 (gguf-py's float32 operations, in its order)
-//   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products
+//   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products, 3 AVX-512 VNNI (zmm)
 //
 // kind 0 = Q5_0 (B 32, P 176), 1 = Q4_K (B 256, P 1184), 2 = Q6_K (B 256, P 1680).
 //
@@ -18,9 +18,11 @@
 // unsigned codes q (Q5_0 0..31, Q4_K 0..15, Q6_K 0..63) by the activations 4 at a time, in 8 lanes
 // (8 output rows), and take the offsets off with the activations' integer sums per 16: 16 sum a,
 // 32 sum a. AVX2 adds pairs in 16 bits (maddubs), widened before they could saturate; VNNI
-// (`_mm256_dpbusd`, AVX-VNNI or AVX512-VNNI + VL) adds 4 products into 32 bits at once. The
-// integers are the same whichever instruction computes them and the float operations are the
-// same in every path, so the plain C++, AVX2 and VNNI results are bitwise equal
+// (`_mm256_dpbusd`, AVX-VNNI or AVX512-VNNI + VL) adds 4 products into 32 bits at once; with
+// AVX512 F, BW, VL and VNNI (KQ_AVX512), 512-bit registers take two k-steps each (`Steps`) and
+// the float operations of two rows (`Lanes<2>`), in tiles of up to 32 rows. The integers are
+// the same whichever instruction computes them and the float operations are the same, lane by
+// lane, in every path, so the plain C++, AVX2 and VNNI (256 or 512 bits) results are bitwise equal
 // (tests/engine/test_kquants.py), and a row's numbers do not depend on M, on the tile of rows it
 // falls in, or on the thread.
 #include <ATen/Parallel.h>
@@ -32,6 +34,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -42,6 +45,10 @@
 #elif defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define KQ_VNNI 1
 #define KQ_DPBUSD _mm256_dpbusd_epi32
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__)
+#define KQ_AVX512 1  // two k-steps a zmm (`pair`), tiles of 8 rows
 #endif
 #endif
 
@@ -102,6 +109,29 @@ inline __m256i move_bits(__m256i v) {
   else return v;
 }
 
+#ifdef KQ_AVX512
+// Two k-steps in one zmm: 64-bit lane l holds (w[2k] of row l, w[2k + 1] of row l), so that one
+// 8-byte broadcast of the activations a[8k .. 8k + 7] feeds both; the two 32-bit sums of a lane
+// are added at the end (exact integers: the same sums as the 256-bit paths). Made once per block
+// for tiles of 2 rows or more (a single row keeps the 256-bit dot products: cheaper alone).
+struct Steps {
+  __m512i v[4];
+};
+template <int R>
+inline void to_steps(const __m256i* w, Steps& out) {
+  const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  if constexpr (R >= 2)
+    for (int k = 0; k < 4; ++k)
+      out.v[k] = _mm512_permutexvar_epi32(
+          idx, _mm512_inserti64x4(_mm512_castsi256_si512(w[2 * k]), w[2 * k + 1], 1));
+}
+#else
+struct Steps {};
+template <int R>
+inline void to_steps(const __m256i*, Steps&) {}
+#endif
+
+
 // sum over k < S of w[k] . a[4k .. 4k + 3] per 32-bit lane: unsigned codes w (<= 15 for the
 // 16-bit sums of the AVX2 path), returned as int32 lanes times `sc` (per lane).
 template <int S>
@@ -141,6 +171,131 @@ inline __m256i dot_sums(const __m256i* w, const int8_t* qa) {
 #endif
 }
 
+// N rows' 8 lanes at once: N = 2 (the 512-bit path) two rows in a zmm, row t in the low half, the
+// same float operations lane by lane as N = 1 (a ymm); `Acc` holds PAIR rows.
+#ifdef KQ_AVX512
+constexpr int PAIR = 2;
+using Acc = __m512;
+inline __m512i sub(__m512i x, __m512i y) { return _mm512_sub_epi32(x, y); }
+inline __m512i add(__m512i x, __m512i y) { return _mm512_add_epi32(x, y); }
+inline __m512i mullo(__m512i x, __m512i y) { return _mm512_mullo_epi32(x, y); }
+inline __m512 mul(__m512 x, __m512 y) { return _mm512_mul_ps(x, y); }
+inline __m512 fma(__m512 x, __m512 y, __m512 z) { return _mm512_fmadd_ps(x, y, z); }
+inline __m512 cvt(__m512i x) { return _mm512_cvtepi32_ps(x); }
+// Rows a and b against the same weights: lane l of row a's sums in lane l, row b's in 8 + l.
+template <int S>
+inline __m512i dot_rows2(const __m512i* w, const int8_t* qa, const int8_t* qb) {
+  __m512i x = _mm512_setzero_si512(), y = _mm512_setzero_si512();
+  for (int k = 0; k < S / 2; ++k) {
+    int64_t u, v;
+    std::memcpy(&u, qa + 8 * k, 8);
+    std::memcpy(&v, qb + 8 * k, 8);
+    x = _mm512_dpbusd_epi32(x, w[k], _mm512_set1_epi64(u));
+    y = _mm512_dpbusd_epi32(y, w[k], _mm512_set1_epi64(v));
+  }
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return _mm512_add_epi32(_mm512_permutex2var_epi32(x, even, y),
+                          _mm512_permutex2var_epi32(x, odd, y));
+}
+#else
+constexpr int PAIR = 1;
+using Acc = __m256;
+#endif
+inline __m256i sub(__m256i x, __m256i y) { return _mm256_sub_epi32(x, y); }
+inline __m256i add(__m256i x, __m256i y) { return _mm256_add_epi32(x, y); }
+inline __m256i mullo(__m256i x, __m256i y) { return _mm256_mullo_epi32(x, y); }
+inline __m256 mul(__m256 x, __m256 y) { return _mm256_mul_ps(x, y); }
+inline __m256 fma(__m256 x, __m256 y, __m256 z) { return _mm256_fmadd_ps(x, y, z); }
+inline __m256 cvt(__m256i x) { return _mm256_cvtepi32_ps(x); }
+
+#ifdef KQ_AVX512
+inline __m512 join(__m256 lo, __m256 hi) {  // (AVX512F: no 32x8 inserts, which are AVX512DQ)
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+#endif
+template <int N>
+struct Lanes {
+  using F = __m256;
+  using I = __m256i;
+};
+#ifdef KQ_AVX512
+template <>
+struct Lanes<2> {
+  using F = __m512;
+  using I = __m512i;
+};
+#endif
+template <int N>
+inline typename Lanes<N>::F two_f(float x, float y) {  // x in row a's lanes, y in row b's
+  if constexpr (N == 1) return _mm256_set1_ps(x);
+#ifdef KQ_AVX512
+  else return join(_mm256_set1_ps(x), _mm256_set1_ps(y));
+#endif
+}
+template <int N>
+inline typename Lanes<N>::I two_i(int32_t x, int32_t y) {
+  if constexpr (N == 1) return _mm256_set1_epi32(x);
+#ifdef KQ_AVX512
+  else return _mm512_inserti64x4(_mm512_set1_epi32(x), _mm256_set1_epi32(y), 1);
+#endif
+}
+template <int N>
+inline typename Lanes<N>::F dup_f(__m256 v) {  // the same 8 lanes for both rows
+  if constexpr (N == 1) return v;
+#ifdef KQ_AVX512
+  else return join(v, v);
+#endif
+}
+template <int N>
+inline typename Lanes<N>::I dup_i(__m256i v) {
+  if constexpr (N == 1) return v;
+#ifdef KQ_AVX512
+  else return _mm512_inserti64x4(_mm512_castsi256_si512(v), v, 1);
+#endif
+}
+// Integer sums of rows qa (and qb, N = 2) against S k-steps of unsigned codes below 2^B.
+// (k-steps k0 .. k0 + S - 1 of w, or of its pairs `ws`)
+template <int S, int B, int N>
+inline typename Lanes<N>::I dots(const __m256i* w, const Steps& ws, int k0, const int8_t* qa,
+                                 const int8_t* qb) {
+  if constexpr (N == 1) return dot_sums<S, B>(w + k0, qa);
+#ifdef KQ_AVX512
+  else return dot_rows2<S>(ws.v + k0 / 2, qa, qb);
+#endif
+}
+template <int S, int N>  // the same times `sc` per lane (codes <= 15)
+inline typename Lanes<N>::I dots_scaled(const __m256i* w, const Steps& ws, const int8_t* qa,
+                                        const int8_t* qb, __m256i sc) {
+  if constexpr (N == 1) return dot_unsigned<S>(w, qa, sc);
+#ifdef KQ_AVX512
+  else return mullo(dot_rows2<S>(ws.v, qa, qb), dup_i<N>(sc));
+#endif
+}
+// A tile's accumulators: two rows a zmm in the 512-bit path's tiles of 2 rows or more (a single
+// row keeps ymm registers: no 512-bit operation in a one-row pass), else a row a ymm.
+template <int R>
+using AccOf = std::conditional_t<(PAIR == 2 && R >= 2), Acc, __m256>;
+template <class A>
+constexpr int rows_in = sizeof(A) / sizeof(__m256);
+// acc (rows t .. t + N - 1, or row t alone in the low half) += x y
+inline void fma_into(__m256& acc, __m256 x, __m256 y) { acc = fma(x, y, acc); }
+#ifdef KQ_AVX512
+inline void fma_into(__m512& acc, __m512 x, __m512 y) { acc = fma(x, y, acc); }
+inline void fma_into(__m512& acc, __m256 x, __m256 y) {
+  acc = _mm512_castps256_ps512(fma(x, y, _mm512_castps512_ps256(acc)));
+}
+#endif
+// f(N, t) for the tile's rows: pairs first where PAIR is 2, then single rows.
+template <int R, class F>
+inline void for_rows(F&& f) {
+  int t = 0;
+  if constexpr (rows_in<AccOf<R>> == 2)
+    for (; t + 1 < R; t += 2) f(std::integral_constant<int, 2>{}, t);
+  for (; t < R; ++t) f(std::integral_constant<int, 1>{}, t);
+}
+
 // [p, p + bytes) into L2 ahead of its use: a decode pass streams w from memory (2 blocks ahead,
 // Q5_0 8: a one-row pass over a 151936 x 1536 Q6_K matrix 30.5 -> 20-23 ms, one thread, here).
 // Past the end of w is harmless: a prefetch never faults.
@@ -158,12 +313,30 @@ inline void store_lanes(__m256 v, float* out, int64_t n0, int64_t N) {
   }
 }
 
+// Rows r0 .. r0 + R - 1 of the accumulators (acc - mn where `mn`) into y.
+template <int R, class A>
+inline void store_rows(const A* acc, const A* mn, float* y, int64_t ldy, int64_t r0, int64_t n0,
+                       int64_t N) {
+  constexpr int P = rows_in<A>;
+  for (int t = 0; t < R; ++t) {
+    const A v = mn ? acc[t / P] - mn[t / P] : acc[t / P];
+    __m256 lanes;
+    if constexpr (P == 1) lanes = v;
+#ifdef KQ_AVX512
+    else if (t % 2) lanes = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    else lanes = _mm512_castps512_ps256(v);
+#endif
+    store_lanes(lanes, y + (r0 + t) * ldy + n0, n0, N);
+  }
+}
+
 template <int R>
 void q5_0_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
                int64_t n0, int64_t N) {
   const __m256i low = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  __m256 acc[R];
-  for (int t = 0; t < R; ++t) acc[t] = _mm256_setzero_ps();
+  using A = AccOf<R>;
+  A acc[(R + rows_in<A> - 1) / rows_in<A>];
+  for (A& v : acc) v = A{};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[0];
     prefetch(blk + 8 * PACKED[0], PACKED[0]);
@@ -184,24 +357,27 @@ void q5_0_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
     w[6] = _mm256_and_si256(move_bits<6, 4>(hv), bit4);
     w[7] = _mm256_and_si256(move_bits<7, 4>(hv), bit4);
     for (int k = 0; k < 8; ++k) w[k] = _mm256_or_si256(nib[k], w[k]);  // q, 0 .. 31
-    for (int t = 0; t < R; ++t) {
-      const int64_t i = (r0 + t) * a.blocks + b;
-      const int32_t offset = 16 * (a.sum16[2 * i] + a.sum16[2 * i + 1]);  // sum (q - 16) a
-      const __m256i isum =
-          _mm256_sub_epi32(dot_sums<8, 5>(w, a.q + i * QK), _mm256_set1_epi32(offset));
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])),
-                               _mm256_cvtepi32_ps(isum), acc[t]);
-    }
+    Steps ws;
+    to_steps<R>(w, ws);
+    for_rows<R>([&](auto n, int t) {
+      constexpr int M = decltype(n)::value;
+      const int64_t i = (r0 + t) * a.blocks + b, i2 = i + (M - 1) * a.blocks;  // rows t, t + M - 1
+      const auto offset = two_i<M>(16 * (a.sum16[2 * i] + a.sum16[2 * i + 1]),  // sum (q - 16) a
+                                   16 * (a.sum16[2 * i2] + a.sum16[2 * i2 + 1]));
+      const auto isum = sub(dots<8, 5, M>(w, ws, 0, a.q + i * QK, a.q + i2 * QK), offset);
+      fma_into(acc[t / rows_in<A>], mul(dup_f<M>(dw), two_f<M>(a.d[i], a.d[i2])), cvt(isum));
+    });
   }
-  for (int t = 0; t < R; ++t) store_lanes(acc[t], y + (r0 + t) * ldy + n0, n0, N);
+  store_rows<R, A>(acc, nullptr, y, ldy, r0, n0, N);
 }
 
 template <int R>
 void q4_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
                int64_t n0, int64_t N) {
   const __m256i low = _mm256_set1_epi8(0x0F);
-  __m256 acc[R], mn[R];
-  for (int t = 0; t < R; ++t) { acc[t] = _mm256_setzero_ps(); mn[t] = _mm256_setzero_ps(); }
+  using A = AccOf<R>;
+  A acc[(R + rows_in<A> - 1) / rows_in<A>], mn[(R + rows_in<A> - 1) / rows_in<A>];
+  for (int t = 0; t < (R + rows_in<A> - 1) / rows_in<A>; ++t) acc[t] = mn[t] = A{};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[1];
     prefetch(blk + 2 * PACKED[1], PACKED[1]);
@@ -214,54 +390,59 @@ void q4_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
         const int j = 2 * c + half;
         for (int k = 0; k < 8; ++k)
           w[k] = _mm256_and_si256(half ? _mm256_srli_epi16(raw[k], 4) : raw[k], low);
+        Steps ws;
+        to_steps<R>(w, ws);
         const __m256i sc = bytes_u32(blk + Q4K_SC + 8 * j);
         const __m256 dm = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(bytes_u32(blk + Q4K_M + 8 * j)));
-        for (int t = 0; t < R; ++t) {
-          const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
-          const __m256i p = dot_unsigned<8>(w, a.q + i * QK, sc);
-          acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])),
-                                   _mm256_cvtepi32_ps(p), acc[t]);
-          mn[t] = _mm256_fmadd_ps(dm, _mm256_set1_ps(a.s[i]), mn[t]);
-        }
+        for_rows<R>([&](auto n, int t) {
+          constexpr int M = decltype(n)::value;
+          const int64_t i = (r0 + t) * a.blocks + 8 * b + j, i2 = i + (M - 1) * a.blocks;
+          const auto p = dots_scaled<8, M>(w, ws, a.q + i * QK, a.q + i2 * QK, sc);
+          fma_into(acc[t / rows_in<A>], mul(dup_f<M>(dw), two_f<M>(a.d[i], a.d[i2])), cvt(p));
+          fma_into(mn[t / rows_in<A>], dup_f<M>(dm), two_f<M>(a.s[i], a.s[i2]));
+        });
       }
     }
   }
-  for (int t = 0; t < R; ++t)
-    store_lanes(_mm256_sub_ps(acc[t], mn[t]), y + (r0 + t) * ldy + n0, n0, N);
+  store_rows<R>(acc, mn, y, ldy, r0, n0, N);
 }
 
 // Activation block j = 4s + T of a Q6_K super-block: low nibbles lv (of chunk j / 2), 2-bit high
 // parts at bits 2T of hv.
 template <int R, int T>
 inline void q6_k_block(const uint8_t* blk, int64_t b, const __m256i* lv, const __m256i* hv,
-                       int half, int j, __m256 dw, Act a, int64_t r0, __m256* acc) {
+                       int half, int j, __m256 dw, Act a, int64_t r0, AccOf<R>* acc) {
+  using A = AccOf<R>;
   const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
   __m256i w[8];  // q, 0 .. 63
   for (int k = 0; k < 8; ++k) {
     const __m256i lo = _mm256_and_si256(half ? _mm256_srli_epi16(lv[k], 4) : lv[k], low);
     w[k] = _mm256_or_si256(lo, _mm256_and_si256(move_bits<2 * T, 4>(hv[k]), two));
   }
+  Steps ws;
+  to_steps<R>(w, ws);
   const __m256i sa = bytes_i32(blk + Q6K_SC + 8 * (2 * j));
   const __m256i sb = bytes_i32(blk + Q6K_SC + 8 * (2 * j + 1));
-  for (int t = 0; t < R; ++t) {
-    const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
-    const int8_t* qa = a.q + i * QK;
+  for_rows<R>([&](auto n, int t) {
+    constexpr int M = decltype(n)::value;
+    const int64_t i = (r0 + t) * a.blocks + 8 * b + j, i2 = i + (M - 1) * a.blocks;
+    const int8_t *qa = a.q + i * QK, *qb = a.q + i2 * QK;
     // sc_a sum_lo (q - 32) a + sc_b sum_hi (q - 32) a
-    const __m256i oa = _mm256_set1_epi32(32 * a.sum16[2 * i]);
-    const __m256i ob = _mm256_set1_epi32(32 * a.sum16[2 * i + 1]);
-    const __m256i ia = _mm256_sub_epi32(dot_sums<4, 6>(w, qa), oa);
-    const __m256i ib = _mm256_sub_epi32(dot_sums<4, 6>(w + 4, qa + 16), ob);
-    const __m256i p = _mm256_add_epi32(_mm256_mullo_epi32(ia, sa), _mm256_mullo_epi32(ib, sb));
-    acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d[i])), _mm256_cvtepi32_ps(p),
-                             acc[t]);
-  }
+    const auto oa = two_i<M>(32 * a.sum16[2 * i], 32 * a.sum16[2 * i2]);
+    const auto ob = two_i<M>(32 * a.sum16[2 * i + 1], 32 * a.sum16[2 * i2 + 1]);
+    const auto ia = sub(dots<4, 6, M>(w, ws, 0, qa, qb), oa);
+    const auto ib = sub(dots<4, 6, M>(w, ws, 4, qa + 16, qb + 16), ob);
+    const auto p = add(mullo(ia, dup_i<M>(sa)), mullo(ib, dup_i<M>(sb)));
+    fma_into(acc[t / rows_in<A>], mul(dup_f<M>(dw), two_f<M>(a.d[i], a.d[i2])), cvt(p));
+  });
 }
 
 template <int R>
 void q6_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
                int64_t n0, int64_t N) {
-  __m256 acc[R];
-  for (int t = 0; t < R; ++t) acc[t] = _mm256_setzero_ps();
+  using A = AccOf<R>;
+  A acc[(R + rows_in<A> - 1) / rows_in<A>];
+  for (A& v : acc) v = A{};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[2];
     prefetch(blk + 2 * PACKED[2], PACKED[2]);
@@ -277,7 +458,7 @@ void q6_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
       q6_k_block<R, 3>(blk, b, lv, hv, 1, 4 * s + 3, dw, a, r0, acc);
     }
   }
-  for (int t = 0; t < R; ++t) store_lanes(acc[t], y + (r0 + t) * ldy + n0, n0, N);
+  store_rows<R, A>(acc, nullptr, y, ldy, r0, n0, N);
 }
 
 template <int R>
@@ -291,7 +472,14 @@ void tile(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, 
 void group_rows(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t M, float* y, int64_t ldy,
                 int64_t n0, int64_t N) {
   int64_t r0 = 0;
+#ifdef KQ_AVX512  // up to 32 rows per unpacked block (32 zmm registers; spills cost less)
+  for (; r0 + 32 <= M; r0 += 32) tile<32>(kind, wg, nb, a, r0, y, ldy, n0, N);
+  if (r0 + 16 <= M) tile<16>(kind, wg, nb, a, r0, y, ldy, n0, N), r0 += 16;
+  if (r0 + 8 <= M) tile<8>(kind, wg, nb, a, r0, y, ldy, n0, N), r0 += 8;
+  if (r0 + 4 <= M) tile<4>(kind, wg, nb, a, r0, y, ldy, n0, N), r0 += 4;
+#else
   for (; r0 + 4 <= M; r0 += 4) tile<4>(kind, wg, nb, a, r0, y, ldy, n0, N);
+#endif
   switch (M - r0) {
     case 3: tile<3>(kind, wg, nb, a, r0, y, ldy, n0, N); break;
     case 2: tile<2>(kind, wg, nb, a, r0, y, ldy, n0, N); break;
@@ -434,7 +622,9 @@ at::Tensor kq_dequant(const at::Tensor& w, int64_t N, int64_t K, int64_t kind) {
 }
 
 int64_t kq_isa() {
-#if defined(KQ_VNNI)
+#if defined(KQ_AVX512)
+  return 3;
+#elif defined(KQ_VNNI)
   return 2;
 #elif defined(KQ_AVX2)
   return 1;
