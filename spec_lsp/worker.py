@@ -57,7 +57,7 @@ class ModelInfo:
     fim: str = "none"
     context_tokens: int = 2048
     forward: str | None = None  # "lean" or "transformers" (a local engine's)
-    kernels: str | None = None  # "native-vnni", "native-avx2", "native-plain" or "torch"
+    kernels: str | None = None  # "native-avx512", "-vnni", "-avx2", "-plain" or "torch"
 
     @classmethod
     def of(

@@ -29,8 +29,13 @@ from spec_lsp.engine.api import FORWARDS
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.lean import LeanDecoder
 
-KERNEL_FAMILIES = ("native-vnni", "native-avx2", "native-plain", "torch")
-_ISA_FAMILY = {"avx2+vnni": "native-vnni", "avx2": "native-avx2", "plain": "native-plain"}
+KERNEL_FAMILIES = ("native-avx512", "native-vnni", "native-avx2", "native-plain", "torch")
+_ISA_FAMILY = {
+    "avx512+vnni": "native-avx512",
+    "avx2+vnni": "native-vnni",
+    "avx2": "native-avx2",
+    "plain": "native-plain",
+}
 
 
 class Forward(Protocol):
@@ -136,6 +141,8 @@ def planned_kernel_family() -> tuple[str, bool]:
     flags = native._flags()
     vnni = any("vnni" in flag for flag in flags)
     family = "native-vnni" if vnni else "native-avx2" if "-mavx2" in flags else "native-plain"
+    if "-mavx512bw" in flags:  # the VNNI products in 512-bit registers (`native._flags`)
+        family = "native-avx512"
     return family, native.compiled()
 
 

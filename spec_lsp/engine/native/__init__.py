@@ -191,12 +191,11 @@ def simd() -> bool:
 
 
 def isa() -> str:
-    """The K-quant kernels' path: "plain", "avx2" or "avx2+vnni" ("" when not available); the
-    VNNI path in 512-bit registers is "avx2+vnni" too, the kernel family forward.py names
-    (`vector_bits` tells them apart)."""
+    """The K-quant kernels' path: "plain", "avx2", "avx2+vnni" or "avx512+vnni" (the VNNI dot
+    products in 512-bit registers); "" when not available."""
     if not available():
         return ""
-    return ("plain", "avx2", "avx2+vnni", "avx2+vnni")[int(torch.ops.spec_lsp.kq_isa())]
+    return ("plain", "avx2", "avx2+vnni", "avx512+vnni")[int(torch.ops.spec_lsp.kq_isa())]
 
 
 def vector_bits() -> int:
