@@ -49,6 +49,9 @@ class FakeEngine:
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                # The silence this request gets is the one set when it arrived (a test may
+                # change prefill_s as soon as it sees the body).
+                prefill_s = engine.prefill_s
                 engine.bodies.append(body)
                 engine.paths.append(self.path)
                 if self.path == "/tokenize":
@@ -65,7 +68,7 @@ class FakeEngine:
                     self._json({"content": "\n", "tokens_evaluated": n, "timings": timings})
                     engine.warm_done += 1
                     return
-                engine.serve(self)
+                engine.serve(self, prefill_s)
 
             def do_GET(self) -> None:  # noqa: N802
                 if self.path != "/metrics" or engine.metrics is None:
@@ -109,7 +112,7 @@ class FakeEngine:
             out["timings"].update(draft_n=6, draft_n_accepted=4)
         return out
 
-    def serve(self, h: BaseHTTPRequestHandler) -> None:
+    def serve(self, h: BaseHTTPRequestHandler, prefill_s: float = 0.0) -> None:
         if self.mode == "5xx":
             data = b'{"error": "overloaded"}'
             h.send_response(503)
@@ -123,9 +126,9 @@ class FakeEngine:
         h.end_headers()
         sent = 0
         try:
-            if self.prefill_s:
+            if prefill_s:
                 self._write(h, b": evaluating the prompt\n\n")  # llama-server sends headers at once
-                time.sleep(self.prefill_s)
+                time.sleep(prefill_s)
             for i, piece in enumerate(self.pieces):
                 if self.mode == "slow":
                     time.sleep(30)
