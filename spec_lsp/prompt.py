@@ -95,7 +95,7 @@ class Budget:
         usable = max(64, context_tokens - max_new_tokens - 16)  # 16: template tokens
         if layout == "prefix":
             return cls(int(usable * CHARS_PER_TOKEN), 0)
-        # PSM prefills the whole suffix again on every keystroke: keep it short.
+        # The suffix's share: a PSM one sits before the typed middle (`PromptBuilder._anchor`).
         share = 0.25 if layout == "spm" else 0.125
         suffix_tokens = int(usable * share)
         return cls(
@@ -115,11 +115,10 @@ class Prompt:
 
 @dataclass(frozen=True)
 class _Anchor:
-    """Where a document's PSM middle begins: at `offset` characters into the prefix window that
-    starts at line `start`, whose text up to there was `before`, with the suffix `suffix`."""
+    """Where a document's PSM middle begins: after `before`, the text of the prefix window that
+    starts at line `start` up to there, with the suffix `suffix`."""
 
     start: int
-    offset: int
     before: str
     suffix: str
 
@@ -177,12 +176,11 @@ class PromptBuilder:
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
         middle = ""
         if layout == "psm":
-            anchor = self._anchor(doc_id, start, window, col, suffix, remember)
-            window, middle = window[: anchor.offset], window[anchor.offset :]
-        lead = ""
-        if layout == "prefix" or middle:
-            lead = indentation_lead(lines[row][:col])
-        if middle:
+            cut = len(self._anchor(doc_id, start, window, col, suffix, remember).before)
+            window, middle = window[:cut], window[cut:]
+        # The lead comes off whatever typed text ends the prompt (the window, or a PSM middle).
+        lead = indentation_lead(lines[row][:col]) if layout == "prefix" or middle else ""
+        if layout == "psm":
             middle = middle[: len(middle) - len(lead)]
         else:
             window = window[: len(window) - len(lead)]
@@ -208,13 +206,11 @@ class PromptBuilder:
             kept is not None
             and kept.start == start
             and kept.suffix == suffix
-            and kept.offset <= len(window)
-            and len(window) - kept.offset <= self.budget.prefix_chars // 4
             and window.startswith(kept.before)
+            and len(window) - len(kept.before) <= self.budget.prefix_chars // 4
         ):
             return kept
-        offset = len(window) - col
-        anchor = _Anchor(start, offset, window[:offset], suffix)
+        anchor = _Anchor(start, window[: len(window) - col], suffix)
         if remember:
             self._anchors[doc_id] = anchor
         return anchor

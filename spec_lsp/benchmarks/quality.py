@@ -10,6 +10,7 @@ import torch
 
 from spec_lsp.benchmarks.prompts import STDLIB_FILES, stdlib_dir
 
+SCORE_ROWS = 32  # tokens a scoring pass runs (its logits: rows x vocabulary floats)
 HELD_OUT = ("ast.py", "dataclasses.py", "inspect.py", "typing.py", "functools.py", "enum.py")
 
 
@@ -43,13 +44,12 @@ def _greedy(model: Any, ids: torch.Tensor) -> torch.Tensor:
     computes it: with the engine's lean forward, in passes of decode size (the packed kernels and
     row-by-row attention that a keystroke's passes run), else one transformers forward."""
     from spec_lsp.engine.forward import TransformersForward, as_forward
-    from spec_lsp.engine.lean import EXACT_ROWS
 
     decoder = as_forward(model)  # the engine's forward of the model, or transformers'
     if isinstance(decoder, TransformersForward):
         return decoder.model(input_ids=ids).logits[0].argmax(-1)
     tokens, cache, out = ids[0].tolist(), decoder.new_cache(), []
-    for start in range(0, len(tokens), EXACT_ROWS):
-        chunk = tokens[start : start + EXACT_ROWS]
+    for start in range(0, len(tokens), SCORE_ROWS):
+        chunk = tokens[start : start + SCORE_ROWS]
         out.append(decoder.forward(chunk, cache, keep=len(chunk))[0].argmax(-1))
     return torch.cat(out)

@@ -5,7 +5,7 @@ ones), which turns the ~1e-6 differences between an attention over 1 query and o
 rounding steps, enough to flip a near-tie of the greedy token. Computed in float64 and rounded
 back, those differences vanish, so a verification pass sees what one-token decoding sees, and a
 prefill chunk what shorter passes over the same tokens see: at every pass length, as the packed
-layers run their packed kernels at every length (`quant.PREFILL_ROWS`). (The engine's lean forward
+layers run their packed kernels at every length (`quant`). (The engine's lean forward
 attends row by row instead: `lean.py`.)
 """
 

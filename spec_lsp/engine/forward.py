@@ -139,10 +139,12 @@ def planned_kernel_family() -> tuple[str, bool]:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return "torch", True
     flags = native._flags()
-    vnni = any("vnni" in flag for flag in flags)
-    family = "native-vnni" if vnni else "native-avx2" if "-mavx2" in flags else "native-plain"
     if "-mavx512bw" in flags:  # the VNNI products in 512-bit registers (`native._flags`)
         family = "native-avx512"
+    elif any("vnni" in flag for flag in flags):
+        family = "native-vnni"
+    else:
+        family = "native-avx2" if "-mavx2" in flags else "native-plain"
     return family, native.compiled()
 
 

@@ -43,14 +43,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spec_lsp.engine import compact, fusion, native, quant
+from spec_lsp.engine import compact, fusion, native
 from spec_lsp.engine.qblocks import BlockLinear
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length
-# The size of a pass `benchmarks.quality` scores a text in. No kernel switches on it any more:
-# attention, GGUF blocks and torch's packed formats compute each row alike at every length.
-EXACT_ROWS = quant.PREFILL_ROWS
 GROW = 256  # the cache grows by this many positions at a time
 KEY_PAD = 32  # positions of padding at the end of each key row (64 bytes in float16)
 

@@ -35,7 +35,6 @@ PACKED = {"q4_1": 160, "q8_0": 272} | {k: v[2] for k, v in kblocks.SPECS.items()
 # kind -> (weights per block, bytes per block in the file)
 BLOCKS = {"q4_1": (32, 20), "q8_0": (32, 34)} | {k: v[:2] for k, v in kblocks.SPECS.items()}
 KIND_OF_GGML = {"Q4_1": "q4_1", "Q8_0": "q8_0", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0"}
-PREFILL_ROWS = 32  # = quant.PREFILL_ROWS (quant imports it): a chunk size, switches no kernel
 PACK_ROWS = 8192  # rows packed at a time (bounds the temporaries of a 151936-row output layer)
 
 

@@ -30,20 +30,19 @@ from spec_lsp.engine import qblocks
 from spec_lsp.engine.api import FLOAT_FORMATS, WEIGHT_FORMATS
 from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.gguf import BLOCK, Q4Blocks, Q8Blocks
-from spec_lsp.engine.qblocks import PREFILL_ROWS as PREFILL_ROWS  # lean.EXACT_ROWS, tests
 
 log = logging.getLogger(__name__)
 
 GROUP = BLOCK  # int4 group size: one Q4_1 block
 COMPUTE = torch.bfloat16  # activations inside the packed products
-# PREFILL_ROWS (32, defined in `qblocks`) no longer switches any kernel: the packed layers here
-# (and `fusion.kernel`, and `qblocks`' GGUF blocks) run their packed kernel at every pass length,
-# each row of a pass getting the bits of a one-row pass, so a prompt prefilled in 128-token chunks
-# holds the cache that decode-sized passes would have written. (A prefill chunk above it once ran
-# in float32 on the de-quantized weight, whose rounding differed, and no faster: a 1024-token
-# prefill of the bundled preset in 128-token passes, torch's kernels, 1 thread, 4.9 s -> 4.0 s.)
-# Dense float32 / bfloat16 layers (`nn.Linear`, `CastLinear`: torch's GEMM) are not row-invariant
-# at any length; the int8 output layer of a packed model is.
+# The packed layers here (as `fusion.kernel` and `qblocks`' GGUF blocks) run their packed kernel
+# at every pass length, each row of a pass getting the bits of a one-row pass, so a prompt
+# prefilled in 128-token chunks holds the cache that decode-sized passes would have written. (A
+# pass over more than 32 rows once ran in float32 on the de-quantized weight, whose rounding
+# differed, and no faster: a 1024-token prefill of the bundled preset in 128-token passes,
+# torch's kernels, 1 thread, 4.9 s -> 4.0 s.) Dense float32 / bfloat16 layers (`nn.Linear`,
+# `CastLinear`: torch's GEMM) are not row-invariant at any length; the int8 output layer of a
+# packed model is.
 
 
 def int4_available(device: torch.device | str) -> bool:
@@ -127,7 +126,7 @@ class Int4Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        flat = x.reshape(-1, self.in_features)  # the packed kernel at every length (PREFILL_ROWS)
+        flat = x.reshape(-1, self.in_features)  # the packed kernel at every length
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(
             flat.to(COMPUTE), self.packed, GROUP, self.scales_zeros
         )
@@ -189,7 +188,7 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        flat = x.reshape(-1, self.in_features)  # the packed kernel at every length (PREFILL_ROWS)
+        flat = x.reshape(-1, self.in_features)  # the packed kernel at every length
         y = torch._weight_int8pack_mm(flat.to(COMPUTE), self.codes, self.scales)
         if self.bias is not None:
             y = y + self.bias.to(y.dtype)

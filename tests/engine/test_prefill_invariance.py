@@ -19,7 +19,7 @@ from spec_lsp.engine import fusion, gguf_model, lean, native, quant
 from spec_lsp.engine.sources import tiny_model
 from tests.engine.gguf_files import write_tiny
 
-PASSES = (128, 64, 33, 32, 7, 1)  # the engine's chunk, longer and shorter than EXACT_ROWS, decoding
+PASSES = (128, 64, 33, 32, 7, 1)  # the engine's chunk, longer and shorter than 32 rows, decoding
 TOKENS = 200
 
 needs_native = pytest.mark.skipif(not native.available(), reason="native kernels not built here")
@@ -103,7 +103,7 @@ def test_torch_attention_of_a_row_is_the_same_in_passes_of_any_length(dtype: tor
 @pytest.mark.parametrize("fmt", ["int4", "int8"])
 def test_torch_packed_layers_give_each_row_the_bits_of_a_one_row_pass(fmt: str) -> None:
     """torch's int4 and int8 layers, as a module and as `fusion.kernel` (what the lean forward
-    runs), on passes shorter and longer than PREFILL_ROWS: one packed kernel at every length."""
+    runs), on passes shorter and longer than 32 rows: one packed kernel at every length."""
     gen = torch.Generator().manual_seed(4)
     weight = torch.randn(96, 128, generator=gen)
     layer = (
@@ -125,8 +125,8 @@ def test_torch_fallback_prefill_is_the_same_in_passes_of_any_length(
     fmt: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the native kernels: torch's int4 (output int4) or int8 layers through
-    `fusion.kernel`, torch's norms and attention, float32 cache, passes up to 128 rows, four
-    times PREFILL_ROWS: the packed kernels run at every length."""
+    `fusion.kernel`, torch's norms and attention, float32 cache, passes up to 128 rows: the
+    packed kernels run at every length."""
     monkeypatch.setattr(native, "available", lambda: False)
 
     packed = quant.Int4Linear if fmt == "int4" else quant.Int8Linear

@@ -171,7 +171,7 @@ def test_load_engine_in_int4_is_identical_to_itself_in_every_mode() -> None:
 def test_a_prefill_sized_pass_computes_the_layers_weights_row_for_row() -> None:
     blocks = q4_1_blocks(q4_1_matrix(64, 128, seed=3))
     lin = Int4Linear.from_blocks(blocks)
-    x = torch.randn(40, 128)  # more rows than PREFILL_ROWS
+    x = torch.randn(40, 128)  # a prefill-sized pass (more than 32 rows)
     ref = x @ blocks.dequantize().t()
     assert (lin(x) - ref).abs().max() <= 0.02 * ref.abs().max()
     assert torch.allclose(lin(x[:1]), lin(x[:2])[:1])
