@@ -4,6 +4,8 @@
   is accepted whole, computed into the answer cache (`prefetch.py` owns the ones in flight).
 - `alternatives`: for an explicit request, more suggestions that branch on the target's next most
   likely first tokens, each continued as usual (greedy, with speculation, over the prompt's KV).
+- `_catch_up`: on idle engine time after a prefetch, a draft model left aside for a cold prompt
+  (`GenerationStats.draft_lag`) has its KV caught up, so the next requests there can draft.
 - `warm_up`: on idle engine time, a document just opened (or open when the model is ready) has
   the KV of its prompts' common start prefilled: the prompt for the furthest cursor whose window
   starts at the top of the file (`Planner.head`), which every prompt for a cursor above it
@@ -24,7 +26,7 @@ from spec_lsp.completion.live import GenerationFailed, Generations, Live
 from spec_lsp.completion.neighbours import Neighbours
 from spec_lsp.completion.plan import Planner
 from spec_lsp.completion.prefetch import Ahead, Prefetch, after_accept
-from spec_lsp.completion.reuse import Reuse
+from spec_lsp.completion.reuse import Anchor, Reuse
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore
 
@@ -66,7 +68,7 @@ class Anticipation:
             if not early.settled or not early.anchor.text.startswith(shown):
                 return
             shown = early.anchor.text
-        if self.docs.get(doc.uri) is not doc or doc.version != version or self.live.busy():
+        if not self._still(doc, version, but_warm=True):
             return
         prefix, suffix = doc.prefix_suffix(*pos)
         new_prefix, row, col = after_accept(prefix, shown)
@@ -84,6 +86,34 @@ class Anticipation:
         answer = await self.prefetch.run(ahead)
         if answer is not None:
             self.reuse.cache.put(plan.key, answer)
+        self._catch_up(doc, version, live)
+
+    def _still(self, doc: Document, version: int, but_warm: bool = False) -> bool:
+        """Whether `doc` is open at `version` and the worker has nothing else to do."""
+        current = self.docs.get(doc.uri) is doc and doc.version == version
+        return current and not self.live.busy(but_warm)
+
+    def _catch_up(self, doc: Document, version: int, done: Live) -> None:
+        """After a generation whose draft model sat aside because its KV lagged the prompt
+        (a cold window: prefilling the draft would have delayed the answer more than drafting
+        saves), a warm job over the same prompt catches the draft's KV up on idle time: the
+        target's KV is there already, so it prefills the draft alone, in short passes that the
+        document's next generation supersedes and another document's request cancels (what
+        they computed stays). A draft its gate has closed on this document is not caught up."""
+        future = done.job.future
+        if not future.done() or future.cancelled() or future.exception() is not None:
+            return
+        result = future.result()
+        if result.cancelled or result.stats.draft_lag <= 0 or not self._still(doc, version):
+            return
+        if not self._options().kv_reuse or not self._can_warm(doc):
+            return
+        anchor = Anchor(done.anchor.prefix, done.anchor.suffix)  # never settled: no text
+        live = self.live.start(
+            doc.uri, done.job.request.prompt, done.cut, anchor, self._options(), warm=True
+        )
+        live.keep = lambda _text: True  # as a warm-up: no keystroke makes its prompt useless
+        self.prefetch.warming(live)
 
     async def alternatives(
         self, doc: Document, pos: tuple[int, int], first: str, n: int

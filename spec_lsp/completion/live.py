@@ -91,7 +91,7 @@ def request_for(
         reuse_kv=options.kv_reuse,
         first_rank=first_rank,
         prefill_chunk=chunk,
-        idle=prefetch or warm,
+        idle=warm,  # a prefetch is waited for by the request after an accept: not idle work
     )
 
 
@@ -133,9 +133,13 @@ class Generations:
         self.worker.submit(job)
         return live
 
-    def busy(self) -> bool:
-        """Whether any document's generation is queued or running."""
-        return any(not live.job.future.done() for live in self._live.values())
+    def busy(self, but_warm: bool = False) -> bool:
+        """Whether any document's generation is queued or running (`but_warm`: other than a
+        warm-up, idle work that the document's next generation supersedes)."""
+        return any(
+            not live.job.future.done() and not (but_warm and live.warm)
+            for live in self._live.values()
+        )
 
     def stop_unless_typed_through(self, uri: str, text: str) -> None:
         """Cancels the running generation at once when the document `text` is no longer its

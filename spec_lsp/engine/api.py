@@ -79,8 +79,9 @@ class GenerationRequest:
     # Prefill in passes of at most this many tokens (None: the engine's own chunk): a prefetch's
     # short passes let a real request that cancels it wait one short pass at most.
     prefill_chunk: int | None = None
-    # Work on idle time, ahead of need (a warm-up, a prefetch): a draft model whose KV lags the
-    # prompt catches up here, where a request would leave it aside (`AdaptiveK.catch_up_pays`).
+    # Work on idle time that no one waits for (a warm-up, a catch-up): a draft model whose KV
+    # lags the prompt catches up here, where a request (a prefetch too: the request after an
+    # accept waits for it) leaves it aside unless that pays (`AdaptiveK.catch_up_pays`).
     idle: bool = False
 
 
@@ -102,6 +103,9 @@ class GenerationStats:
     gated_rounds: int = 0  # rounds decoded plainly because drafting would not pay (the gate)
     draft_forwards: int = 0  # draft model (or head) passes, the ones whose tokens went unused too
     confidence_stops: int = 0  # rounds whose draft stopped under its confidence threshold
+    # Prompt tokens the draft model's KV lacked when its gate left it aside for this request
+    # (0: it drafted, or there is no draft model): idle work can catch it up (`idle`).
+    draft_lag: int = 0
     method: str = "off"
     stop_reason: StopReason = ""
     tokens_per_s: float = 0.0

@@ -218,6 +218,7 @@ class SpecEngine(api.BackendBase):
             lag = len(prompt) - common_prefix_len(state.draft.tokens, prompt)
             if not ctl.catch_up_pays(lag, run.request.max_new_tokens):
                 ctl.held, drafting = True, False
+                run.stats.draft_lag = lag
         logits = self._prefill(run, state, prompt, drafting)
         if logits is None:
             return

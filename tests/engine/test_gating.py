@@ -225,6 +225,7 @@ def test_a_request_leaves_a_cold_draft_aside_and_idle_work_catches_it_up(target,
     state = engine.docs.get("doc")
     assert state is not None and isinstance(state.draft, ModelState)
     assert len(state.draft) == 0 and cold.stats.draft_forwards == 0
+    assert cold.stats.draft_lag == len(engine.encode(prompt))  # what idle work would catch up
     assert cold.token_ids == run(engine, "off", 2, prompt).token_ids
     idle = GenerationRequest(
         prompt=prompt, doc_id="doc", max_new_tokens=1, method="draft", idle=True
@@ -233,4 +234,5 @@ def test_a_request_leaves_a_cold_draft_aside_and_idle_work_catches_it_up(target,
     assert len(state.draft) >= len(engine.encode(prompt)) - 1
     warm = run(engine, "draft", 8, prompt)
     assert warm.stats.draft_forwards > 0 and warm.stats.accepted_tokens > 0
+    assert warm.stats.draft_lag == 0
     assert warm.token_ids == run(engine, "off", 8, prompt).token_ids
