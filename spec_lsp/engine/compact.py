@@ -142,24 +142,3 @@ def own_storage(*models: nn.Module) -> int:
                         params[id(tensor)] = nn.Parameter(data[key], tensor.requires_grad)
                     table[name] = params[id(tensor)]
     return sum(t.numel() * t.element_size() for t in data.values())
-
-
-def release_free_memory() -> bool:
-    """Hands the C heap's free pages back to the system (glibc's `malloc_trim`). Loading packs
-    and fuses every layer through large temporaries; glibc raises its mmap threshold after the
-    first large frees, so later temporaries come from the heap, whose freed pages stay resident:
-    ~410 MB of the Qwen2.5-Coder-1.5B target's 1.9 GB after loading, measured on this project's
-    2-core machine. Returns whether it ran (False off glibc)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-    except OSError:
-        return False
-    if trim is None:
-        return False
-    trim(0)
-    return True
