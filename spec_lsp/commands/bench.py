@@ -8,6 +8,7 @@ Benchmarks print a table and write JSON; they are never timed asserts.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from spec_lsp.config import Options
@@ -176,8 +177,13 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p = bsub.add_parser(
         "fim", help="fill-in-the-middle pass@1 on HumanEval infilling, the server's pipeline"
     )
+    p.add_argument("--data", type=Path, metavar="FILE", help="problems, .jsonl or .jsonl.gz")
     p.add_argument(
-        "--data", required=True, type=Path, metavar="FILE", help="problems, .jsonl or .jsonl.gz"
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="PART",
+        help="instead of a run: join the --json reports of consecutive --offset/--limit slices",
     )
     p.add_argument(
         "--preset", metavar="P", help=f"model pair (default: the server's, {Options.preset})"
@@ -215,6 +221,13 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 def cmd_fim(args: argparse.Namespace) -> int:
     from spec_lsp.benchmarks.fim import main  # a failed load is a FimError: main says it, exits 1
 
+    if args.merge:
+        from spec_lsp.benchmarks.fim_merge import main as merge_main
+
+        return merge_main(args.merge, args.json)
+    if args.data is None:
+        print("spec-lsp bench fim: --data FILE is needed (or --merge PART...)", file=sys.stderr)
+        return 2
     return main(
         args.data,
         args.preset,
