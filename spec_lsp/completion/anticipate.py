@@ -68,7 +68,7 @@ class Anticipation:
             if not early.settled or not early.anchor.text.startswith(shown):
                 return
             shown = early.anchor.text
-        if not self._still(doc, version, but_warm=True):
+        if not self._still(doc, version, but_own_warm=True):
             return
         prefix, suffix = doc.prefix_suffix(*pos)
         new_prefix, row, col = after_accept(prefix, shown)
@@ -88,10 +88,12 @@ class Anticipation:
             self.reuse.cache.put(plan.key, answer)
         self._catch_up(doc, version, live)
 
-    def _still(self, doc: Document, version: int, but_warm: bool = False) -> bool:
-        """Whether `doc` is open at `version` and the worker has nothing else to do."""
+    def _still(self, doc: Document, version: int, but_own_warm: bool = False) -> bool:
+        """Whether `doc` is open at `version` and the worker has nothing else to do
+        (`but_own_warm`: but `doc`'s own warm job, which a generation for `doc` supersedes;
+        another document's would hold it up)."""
         current = self.docs.get(doc.uri) is doc and doc.version == version
-        return current and not self.live.busy(but_warm)
+        return current and not self.live.busy(doc.uri if but_own_warm else None)
 
     def _catch_up(self, doc: Document, version: int, done: Live) -> None:
         """After a generation whose draft model sat aside because its KV lagged the prompt

@@ -133,11 +133,11 @@ class Generations:
         self.worker.submit(job)
         return live
 
-    def busy(self, but_warm: bool = False) -> bool:
-        """Whether any document's generation is queued or running (`but_warm`: other than a
-        warm-up, idle work that the document's next generation supersedes)."""
+    def busy(self, but_warm_of: str | None = None) -> bool:
+        """Whether any document's generation is queued or running, other than a warm job of
+        document `but_warm_of` (idle work that the document's next generation supersedes)."""
         return any(
-            not live.job.future.done() and not (but_warm and live.warm)
+            not live.job.future.done() and not (live.warm and live.uri == but_warm_of)
             for live in self._live.values()
         )
 

@@ -9,11 +9,17 @@ real worker thread reports a lag for its generations; what matters is which requ
 from __future__ import annotations
 
 import asyncio
+import time
 
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.live import WARM_PREFILL_CHUNK
-from spec_lsp.engine.api import Capabilities, GenerationRequest, GenerationResult
-from tests.fakes import LOCAL, URI, WAIT_S, ScriptedBackend, end, service_with, until
+from spec_lsp.engine.api import (
+    Capabilities,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+)
+from tests.fakes import LOCAL, URI, WAIT_S, ScriptedBackend, end, service_with, type_text, until
 
 
 class LaggingBackend(ScriptedBackend):
@@ -21,12 +27,20 @@ class LaggingBackend(ScriptedBackend):
 
     capabilities = LOCAL
 
-    def __init__(self, text: str, lag: int) -> None:
+    def __init__(self, text: str, lag: int, block_warm: bool = False) -> None:
         super().__init__(text)
-        self.lag = lag
+        self.lag, self.block_warm, self.warm_cancelled = lag, block_warm, 0
         self.free_running = True
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
+        if request.prefill_chunk == WARM_PREFILL_CHUNK and self.block_warm:
+            self.warmups.append(request)  # a long catch-up: runs until cancelled
+            for _ in range(int(WAIT_S / 0.005)):
+                if request.cancel is not None and request.cancel.cancelled:
+                    self.warm_cancelled += 1
+                    return GenerationResult("", stats=GenerationStats(stop_reason="cancelled"))
+                time.sleep(0.005)
+            return GenerationResult("", stats=GenerationStats(stop_reason="max_tokens"))
         result = super().generate(request)
         if request.prefill_chunk != WARM_PREFILL_CHUNK:
             result.stats.draft_lag = self.lag
@@ -82,4 +96,20 @@ async def test_no_catch_up_on_a_backend_without_warm_ups() -> None:
     await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
     await asyncio.sleep(0.05)
     assert catch_ups(backend) == []
+    await drain(service)
+
+
+async def test_the_next_prefetch_supersedes_the_documents_catch_up() -> None:
+    """The accept is answered by the prefetch; the prefetch after it does not wait for (or skip
+    because of) the document's own catch-up: it stops it, and its answer comes first."""
+    backend = LaggingBackend("hello world", lag=500, block_warm=True)
+    service = await service_with(backend, prefetch=True)
+    await first_suggestion(service)
+    await until(lambda: catch_ups(backend) != [], "the catch-up is running")
+    type_text(service, 2, "hello world")  # the accept: the catch-up keeps running through it
+    after = await service.complete(URI, *end(service), "utf-16")
+    assert after is not None and after.text == "hello world"  # the prefetch's answer
+    await until(lambda: len(backend.calls) == 3, "the next prefetch started")
+    assert backend.calls[2].prompt.endswith("x = hello worldhello world")
+    await until(lambda: backend.warm_cancelled >= 1, "the catch-up was superseded")
     await drain(service)
