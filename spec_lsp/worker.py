@@ -57,7 +57,7 @@ class ModelInfo:
     fim: str = "none"
     context_tokens: int = 2048
     forward: str | None = None  # "lean" or "transformers" (a local engine's)
-    kernels: str | None = None  # "native-avx512", "-vnni", "-avx2", "-plain" or "torch"
+    kernels: str | None = None  # "native-amx", "-avx512", "-vnni", "-avx2", "-plain", "torch"
 
     @classmethod
     def of(

@@ -29,8 +29,16 @@ from spec_lsp.engine.api import FORWARDS
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.lean import LeanDecoder
 
-KERNEL_FAMILIES = ("native-avx512", "native-vnni", "native-avx2", "native-plain", "torch")
+KERNEL_FAMILIES = (
+    "native-amx",
+    "native-avx512",
+    "native-vnni",
+    "native-avx2",
+    "native-plain",
+    "torch",
+)
 _ISA_FAMILY = {
+    "amx+avx512": "native-amx",
     "avx512+vnni": "native-avx512",
     "avx2+vnni": "native-vnni",
     "avx2": "native-avx2",
@@ -139,7 +147,9 @@ def planned_kernel_family() -> tuple[str, bool]:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return "torch", True
     flags = native._flags()
-    if "-mavx512bw" in flags:  # the VNNI products in 512-bit registers (`native._flags`)
+    if "-mamx-int8" in flags:  # AMX's int8 tiles for prefill, else 512-bit VNNI
+        family = "native-amx"
+    elif "-mavx512bw" in flags:  # the VNNI products in 512-bit registers (`native._flags`)
         family = "native-avx512"
     elif any("vnni" in flag for flag in flags):
         family = "native-vnni"

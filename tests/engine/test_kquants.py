@@ -2,7 +2,7 @@
 engine/kblocks.py): the file's bytes taken and given back as they are, gguf-py's de-quantization
 bit for bit, products that are the block mathematics, rows of a pass bitwise those of one-row
 passes (what keeps verification exact), and the same bits from every path (plain C++, AVX2,
-VNNI in 256 or 512 bits)."""
+VNNI in 256 or 512 bits, AMX tiles)."""
 
 from __future__ import annotations
 
@@ -174,11 +174,11 @@ def _fixed_outputs() -> dict[str, torch.Tensor]:
     """Products of every kind for a fixed input, passes of 1 to 61 rows (every tile size of every
     path), compared across the kernels' paths."""
     gen = torch.Generator().manual_seed(9)
-    x = torch.randn(61, 512, generator=gen)
+    x = torch.randn(128, 512, generator=gen)
     outputs = {}
     for kind in ["q4_1", "q8_0", *NEW_KINDS]:
         layer = BlockLinear(_random_blocks(kind, 44, 512, 9), 512, kind)
-        for rows in (1, 5, 9, 61):
+        for rows in (1, 5, 9, 20, 61, 128):
             outputs[f"{kind} {rows}"] = layer(x[:rows])
     return outputs
 
@@ -210,14 +210,44 @@ def test_the_512_bit_path_is_built_where_the_cpu_has_it() -> None:
     mode = os.environ.get("SPEC_LSP_KERNELS")
     wide = native._cpu_flags() >= native.AVX512 and mode not in ("plain", "avx2", "avx2+vnni")
     assert (native.vector_bits() == 512) == (wide and native.simd())
+    tiles = wide and native._cpu_flags() >= native.AMX and mode != "avx512+vnni"
+    amx = native.isa() == "amx+avx512"
+    assert amx == (tiles and native.simd() and torch.ops.spec_lsp.kq_amx_rows(0) == 16)
+    if tiles and not amx:  # built, but the kernel refused the tiles' permission: the zmm path
+        assert native.isa() == "avx512+vnni" and torch.ops.spec_lsp.kq_amx_rows(0) == -1
 
 
-@pytest.mark.parametrize("mode", ["avx2", "avx2+vnni"])
-def test_the_256_bit_paths_give_the_wider_paths_bits(mode: str, tmp_path: Path) -> None:
+@pytest.mark.skipif(not native.available() or native.isa() != "amx+avx512", reason="no AMX")
+@pytest.mark.parametrize("kind", NEW_KINDS)
+def test_the_amx_tiles_give_the_512_bit_paths_bits(kind: str) -> None:
+    """Passes of 1 to 130 rows (whole tiles of 16, padded ones, a rest by the vectors), 13 groups
+    (a last one alone in its pair of tiles) and 6, through the AMX tiles and through the 512-bit
+    VNNI path (`kq_amx_rows`: the fewest rows the tiles take), in one process: the same bits."""
+    amx_rows = torch.ops.spec_lsp.kq_amx_rows
+    assert amx_rows(0) == 16
+    gen = torch.Generator().manual_seed(12)
+    for n, k in ((100, 512), (44, 768)):
+        layer = BlockLinear(_random_blocks(kind, n, k, 12), k, kind)
+        x = torch.randn(130, k, generator=gen)
+        x[3, :32] = 0
+        try:
+            for rows in range(1, 131):
+                amx_rows(1)
+                tiles = layer(x[:rows])
+                amx_rows(1 << 30)
+                assert torch.equal(tiles, layer(x[:rows])), (n, k, rows)
+        finally:
+            amx_rows(16)
+
+
+@pytest.mark.parametrize("mode", ["avx2", "avx2+vnni", "avx512+vnni"])
+def test_the_narrower_paths_give_the_wider_paths_bits(mode: str, tmp_path: Path) -> None:
     """On a machine with VNNI: the AVX2 path (and, where the default is AVX-512, the 256-bit VNNI
-    path) gives bitwise this run's numbers."""
-    vnni, wide = native.isa() in ("avx2+vnni", "avx512+vnni"), native.vector_bits() == 512
-    if not (vnni and (mode == "avx2" or wide)) or os.environ.get("SPEC_LSP_KERNELS") is not None:
+    path; where it is AMX, the 512-bit VNNI path without tiles) gives bitwise this run's numbers."""
+    isa, wide = native.isa(), native.vector_bits() == 512
+    vnni = isa in ("avx2+vnni", "avx512+vnni", "amx+avx512")
+    wider = {"avx2": True, "avx2+vnni": wide, "avx512+vnni": isa == "amx+avx512"}[mode]
+    if not (vnni and wider) or os.environ.get("SPEC_LSP_KERNELS") is not None:
         pytest.skip(f"a machine whose default path is wider than {mode}")
     theirs = _run_path(mode, tmp_path, [f"{__file__}::test_write_the_fixed_outputs"])
     for kind, y in _fixed_outputs().items():

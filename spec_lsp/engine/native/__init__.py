@@ -30,6 +30,17 @@
   1.38-1.41 / 23.2-25.2; Q6_K 8960 x 1536: 0.51-0.55 / 1.95-1.98 / 24.0-24.3 | 0.58-0.62 /
   2.02-2.13 / 31.7-33.2; Q5_0 4864 x 896: 0.12 / 0.38 / 5.4-5.6 | 0.13-0.14 / 0.45-0.48 /
   6.9-7.3. `SPEC_LSP_KERNELS=avx2+vnni` builds the 256-bit VNNI path there instead (to compare).
+- Where the CPU has AMX (amx_tile, amx_int8) too, passes of 16 rows or more (prefill chunks)
+  take the block sums from int8 tiles (TDPBSSD: 16 activation rows x 16 output rows a block of
+  32), the weights of 16 output rows unpacked once per pass and used by every tile of rows; the
+  float operations stay the 512-bit path's, lane by lane (the same bits). Decoding and
+  verification passes (under 16 rows) keep the 512-bit path. Measured 2026-12-04 on the same VM,
+  one thread, CPU time, the two paths back to back in one process (a 2-thread benchmark ran
+  beside), ms for M = 16 / 128, AMX | AVX-512: Q4_K 8960 x 1536: 1.6-1.7 / 9.1-10.2 | 2.0-2.2 /
+  16.4-17.9; Q6_K 1536 x 8960: 2.5-2.9 / 12.9-14.4 | 2.7-3.1 / 23.2-24.2; Q5_0 4864 x 896:
+  0.37-0.39 / 2.1-2.4 | 0.63-0.70 / 5.0-5.3. `SPEC_LSP_KERNELS=avx512+vnni` builds the 512-bit
+  path without the tiles (to compare); the tiles need the kernel's permission (Linux 5.16+),
+  asked once: refused, the 512-bit path runs.
 - The small operations of a pass, one call each instead of several of torch's ops: RMS norm,
   SiLU(gate) * up, and attention row by row (scores, softmax, values for one query row over
   exactly the keys it sees; float16 or float32 caches). With the products: a one-token pass
@@ -78,6 +89,7 @@ log = logging.getLogger(__name__)
 SOURCES = (Path(__file__).with_name("q4.cpp"), Path(__file__).with_name("kquants.cpp"))
 NAME = "spec_lsp_kernels"
 AVX512 = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"}  # the 512-bit path's CPU flags
+AMX = {"amx_tile", "amx_int8"}  # and the int8 tiles' (with AVX512: the AMX path)
 
 
 def _cpu_flags() -> set[str]:
@@ -96,7 +108,8 @@ def _flags() -> list[str]:
     """The compiler's flags: AVX2 where torch finds it (`SPEC_LSP_KERNELS=plain`: never, the plain
     C++ of a machine without it, to test that path anywhere), and the VNNI dot products where the
     CPU has them (`SPEC_LSP_KERNELS=avx2`: not): in 512-bit registers where it has AVX512 F, BW,
-    VL and VNNI (`SPEC_LSP_KERNELS=avx2+vnni`: not), else AVX-VNNI or AVX512-VNNI with VL."""
+    VL and VNNI (`SPEC_LSP_KERNELS=avx2+vnni`: not), with AMX's int8 tiles where it has them too
+    (`SPEC_LSP_KERNELS=avx512+vnni`: not), else AVX-VNNI or AVX512-VNNI with VL."""
     flags = ["-O3", "-std=c++17", "-fopenmp", "-ffp-contract=off"]
     mode = os.environ.get("SPEC_LSP_KERNELS")
     if mode != "plain" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
@@ -104,6 +117,8 @@ def _flags() -> list[str]:
         cpu = _cpu_flags() if mode != "avx2" else set()
         if mode != "avx2+vnni" and cpu >= AVX512:
             flags += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni"]
+            if mode != "avx512+vnni" and cpu >= AMX:
+                flags += ["-mamx-tile", "-mamx-int8"]
         elif "avx_vnni" in cpu:
             flags.append("-mavxvnni")
         elif {"avx512_vnni", "avx512vl"} <= cpu:
@@ -191,15 +206,17 @@ def simd() -> bool:
 
 
 def isa() -> str:
-    """The K-quant kernels' path: "plain", "avx2", "avx2+vnni" or "avx512+vnni" (the VNNI dot
-    products in 512-bit registers); "" when not available."""
+    """The K-quant kernels' path: "plain", "avx2", "avx2+vnni", "avx512+vnni" (the VNNI dot
+    products in 512-bit registers) or "amx+avx512" (int8 tiles for passes of 16 rows or more,
+    the 512-bit path for fewer); "" when not available."""
     if not available():
         return ""
-    return ("plain", "avx2", "avx2+vnni", "avx512+vnni")[int(torch.ops.spec_lsp.kq_isa())]
+    names = ("plain", "avx2", "avx2+vnni", "avx512+vnni", "amx+avx512")
+    return names[int(torch.ops.spec_lsp.kq_isa())]
 
 
 def vector_bits() -> int:
     """The width of the K-quant kernels' dot products: 512, 256, or 0 (plain C++, or none)."""
     if not available():
         return 0
-    return (0, 256, 256, 512)[int(torch.ops.spec_lsp.kq_isa())]
+    return (0, 256, 256, 512, 512)[int(torch.ops.spec_lsp.kq_isa())]

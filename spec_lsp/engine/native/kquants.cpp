@@ -4,7 +4,9 @@
 //
 //   kq_mm(x [M, K] f32, w [ceil(N/8), K/B, P] u8, N, kind) -> [M, N]
 //   kq_dequant(w, N, K, kind) -> [N, K] f32 (gguf-py's float32 operations, in its order)
-//   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products, 3 AVX-512 VNNI (zmm)
+//   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products, 3 AVX-512 VNNI (zmm),
+//               4 AMX int8 tiles for passes of 16 rows or more, AVX-512 VNNI for fewer
+//   kq_amx_rows(rows) -> the fewest rows the tiles take (16; rows > 0 sets it; -1: no tiles)
 //
 // kind 0 = Q5_0 (B 32, P 176), 1 = Q4_K (B 256, P 1184), 2 = Q6_K (B 256, P 1680).
 //
@@ -22,15 +24,25 @@
 // AVX512 F, BW, VL and VNNI (KQ_AVX512), 512-bit registers take two k-steps each (`Steps`) and
 // the float operations of two rows (`Lanes<2>`), in tiles of up to 32 rows. The integers are
 // the same whichever instruction computes them and the float operations are the same, lane by
-// lane, in every path, so the plain C++, AVX2 and VNNI (256 or 512 bits) results are bitwise equal
-// (tests/engine/test_kquants.py), and a row's numbers do not depend on M, on the tile of rows it
-// falls in, or on the thread.
+// lane, in every path, so the plain C++, AVX2, VNNI (256 or 512 bits) and AMX results are bitwise
+// equal (tests/engine/test_kquants.py), and a row's numbers do not depend on M, on the tile of rows
+// it falls in, or on the thread.
+// With AMX (KQ_AMX: AMX-TILE and AMX-INT8 besides KQ_AVX512, and the kernel's permission for the
+// tile data, asked once), a pass of 16 rows or more takes its integer block sums from tiles:
+// TDPBSSD of 16 activation rows (their int8 codes) by the signed codes of 16 output rows (two
+// packed groups side by side, the offsets of Q5_0 and Q6_K taken off the codes) gives a block's
+// exact sums for 16 x 16 (row, output) pairs, the 16 outputs of a row in the 16 lanes of a zmm,
+// which then take the float chain above (`amx_rows`). The weights are unpacked once per pass for
+// all its rows (the win for prefill); a rest of fewer than 8 rows after the tiles of 16, and
+// passes under 16 rows (decoding, verification), take the 512-bit path.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Half.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -49,6 +61,13 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__)
 #define KQ_AVX512 1  // two k-steps a zmm (`pair`), tiles of 8 rows
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+#define KQ_AMX 1  // int8 tiles for passes of 16 rows or more (`amx_rows_min`)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <vector>
+#endif
 #endif
 #endif
 
@@ -487,6 +506,271 @@ void group_rows(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t M, float
     default: break;
   }
 }
+
+#ifdef KQ_AMX
+// -- AMX: 16 activation rows x 16 output rows per tile product -------------------------------
+// TDPBSSD (signed x signed bytes, groups of 4 into int32): C[r][n] += sum_k A[r][k] B[k/4][4n + k%4]
+// with A the activation codes of 16 rows (their own layout: row r, 32 bytes of block j, stride K)
+// and B two packed groups side by side (row k/4: group g's vector k/4, then group g + 1's), the
+// codes made signed (Q5_0 q - 16, Q6_K q - 32: no offsets to take off), so that C[r] is the exact
+// block sum of row r for the 16 output rows in the 16 lanes of a zmm: the lanes of the other
+// paths. Q6_K's halves (a scale per 16) are two products of K = 16. The weights of a pair of
+// groups are unpacked once over all of K (`Panel`, the B tiles and the lanes' scales) and used by
+// every tile of 16 activation rows; the float chain then is the other paths', lane by lane:
+//   Q5_0: acc = fma(d_w d_x, float(C), acc)
+//   Q4_K: acc = fma(d_w d_x, float(C) float(sc), acc); mn = fma(dmin float(m), s_x, mn)
+//   Q6_K: acc = fma(d_w d_x, float(C_lo) float(sc_a) + float(C_hi) float(sc_b), acc)
+// The products and the sum are exact integers below 2^24 (|C| <= 15 127 32 for Q4_K, times 63;
+// |C_lo|, |C_hi| <= 32 127 16, times 128, two of them), so each float is the integer the other
+// paths convert: the same bits.
+// Passes of fewer rows keep the zmm path (decode, verification); `kq_amx_rows` changes it (to
+// compare the paths in one process: tests, benchmarks).
+std::atomic<int64_t> amx_rows_min{16};
+constexpr int AMX_TILE = 16;  // activation rows (and output rows) per tile
+
+bool amx_ready() {  // the process's permission to use the tile data (Linux 5.16+), asked once
+  static const bool ok = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                                 18 /* XFEATURE_XTILEDATA */) == 0;
+  return ok;
+}
+
+// GCC's `_tile_loadconfig` and `_tile_loadd` do not say that they read memory (only 8 bytes of the
+// configuration): what they read is written before this compiler barrier.
+inline void amx_barrier() { asm volatile("" ::: "memory"); }
+
+// Tiles, two blocks of 32 activations at a time: Q5_0 and Q4_K: 0, 1 the sums C (16 x 16 int32),
+// 2, 3 A (16 rows x 32 bytes), 4, 5 B (8 x 64); Q6_K (halves of 16): 0 - 3 the sums, 4, 5 A (16
+// x 16 bytes), 6, 7 B (4 x 64).
+void amx_config(int kind) {
+  struct alignas(64) {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+  } cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  const int k32[8][2] = {{16, 64}, {16, 64}, {16, 32}, {16, 32}, {8, 64}, {8, 64}, {0, 0}, {0, 0}};
+  const int k16[8][2] = {{16, 64}, {16, 64}, {16, 64}, {16, 64},
+                         {16, 16}, {16, 16}, {4, 64},  {4, 64}};
+  const auto& shape = kind == 2 ? k16 : k32;
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = shape[t][0], cfg.colsb[t] = shape[t][1];
+  amx_barrier();
+  _tile_loadconfig(&cfg);
+}
+
+// Two groups (16 output rows) over all K / 32 activation blocks j: B tiles (512 bytes a block)
+// and, per block, VECS vectors of 16 floats (lanes 0-7 group g, 8-15 group g + 1):
+// Q5_0 d; Q4_K d, float(sc), dmin float(m); Q6_K d, float(sc_a), float(sc_b).
+struct Panel {
+  std::vector<int8_t> b;
+  std::vector<float> f;
+  static constexpr int VECS[3] = {1, 3, 3};
+};
+
+inline void put8(float* f, int v, int h, __m256 x) { _mm256_storeu_ps(f + 16 * v + 8 * h, x); }
+inline void put_codes(int8_t* b, int h, const __m256i* w, int8_t minus) {
+  const __m256i off = _mm256_set1_epi8(minus);
+  for (int k = 0; k < 8; ++k)
+    _mm256_storeu_si256((__m256i*)(b + 64 * k + 32 * h), _mm256_sub_epi8(w[k], off));
+}
+
+// Group wg's codes and scales into half h of the panel (the same unpacking as the tiles above).
+void unpack_group(int kind, const uint8_t* wg, int64_t nb, int h, Panel& p) {
+  const int V = Panel::VECS[kind];
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = wg + b * PACKED[kind];
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
+    if (kind == 0) {
+      const __m256i bit4 = _mm256_set1_epi8(0x10), hv = load(blk + Q5_HIGH);
+      __m256i w[8];
+      for (int q = 0; q < 4; ++q) {
+        const __m256i raw = load(blk + Q5_NIB + 32 * q);
+        w[q] = _mm256_and_si256(raw, low);
+        w[q + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+      }
+      w[0] = _mm256_or_si256(w[0], _mm256_and_si256(move_bits<0, 4>(hv), bit4));
+      w[1] = _mm256_or_si256(w[1], _mm256_and_si256(move_bits<1, 4>(hv), bit4));
+      w[2] = _mm256_or_si256(w[2], _mm256_and_si256(move_bits<2, 4>(hv), bit4));
+      w[3] = _mm256_or_si256(w[3], _mm256_and_si256(move_bits<3, 4>(hv), bit4));
+      w[4] = _mm256_or_si256(w[4], _mm256_and_si256(move_bits<4, 4>(hv), bit4));
+      w[5] = _mm256_or_si256(w[5], _mm256_and_si256(move_bits<5, 4>(hv), bit4));
+      w[6] = _mm256_or_si256(w[6], _mm256_and_si256(move_bits<6, 4>(hv), bit4));
+      w[7] = _mm256_or_si256(w[7], _mm256_and_si256(move_bits<7, 4>(hv), bit4));
+      put_codes(p.b.data() + 512 * b, h, w, 16);
+      put8(p.f.data() + 16 * V * b, 0, h, dw);
+    } else if (kind == 1) {
+      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(blk + Q4K_DMIN)));
+      for (int c = 0; c < 4; ++c)
+        for (int half = 0; half < 2; ++half) {
+          const int jl = 2 * c + half;
+          const int64_t j = 8 * b + jl;
+          __m256i w[8];
+          for (int k = 0; k < 8; ++k) {
+            const __m256i raw = load(blk + Q4K_CODES + 256 * c + 32 * k);
+            w[k] = _mm256_and_si256(half ? _mm256_srli_epi16(raw, 4) : raw, low);
+          }
+          put_codes(p.b.data() + 512 * j, h, w, 0);
+          float* f = p.f.data() + 16 * V * j;
+          put8(f, 0, h, dw);
+          put8(f, 1, h, _mm256_cvtepi32_ps(bytes_u32(blk + Q4K_SC + 8 * jl)));
+          put8(f, 2, h, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(bytes_u32(blk + Q4K_M + 8 * jl))));
+        }
+    } else {
+      const __m256i two = _mm256_set1_epi8(0x30);
+      for (int jl = 0; jl < 8; ++jl) {
+        const int64_t j = 8 * b + jl;
+        // high bits 2T of the vectors of blocks 4s + T, to bits 4 and 5
+        const __m128i shift = _mm_cvtsi32_si128(2 * (jl & 3));
+        __m256i w[8];
+        for (int k = 0; k < 8; ++k) {
+          const __m256i lv = load(blk + Q6K_LOW + 256 * (jl / 2) + 32 * k);
+          const __m256i hv = load(blk + Q6K_HIGH + 256 * (jl / 4) + 32 * k);
+          const __m256i lo = _mm256_and_si256((jl & 1) ? _mm256_srli_epi16(lv, 4) : lv, low);
+          const __m256i hi = _mm256_slli_epi16(_mm256_srl_epi16(hv, shift), 4);
+          w[k] = _mm256_or_si256(lo, _mm256_and_si256(hi, two));
+        }
+        put_codes(p.b.data() + 512 * j, h, w, 32);
+        float* f = p.f.data() + 16 * V * j;
+        put8(f, 0, h, dw);
+        put8(f, 1, h, _mm256_cvtepi32_ps(bytes_i32(blk + Q6K_SC + 8 * (2 * jl))));
+        put8(f, 2, h, _mm256_cvtepi32_ps(bytes_i32(blk + Q6K_SC + 8 * (2 * jl + 1))));
+      }
+    }
+  }
+}
+
+// The block sums of activation rows r0 .. r0 + 15 (codes qa) against the panel's blocks j and,
+// where TWO, j + 1 into c and c + 512 (Q6_K: the high halves' at + 256).
+template <int KIND, bool TWO>
+inline void amx_sums(const Panel& p, const int8_t* qa, int64_t K, int64_t j, int32_t* c) {
+  const int8_t *bt = p.b.data() + 512 * j, *at = qa + QK * j;
+  if constexpr (KIND != 2) {
+    _tile_zero(0);
+    _tile_loadd(2, at, K);
+    _tile_loadd(4, bt, 64);
+    if constexpr (TWO) {
+      _tile_zero(1);
+      _tile_loadd(3, at + QK, K);
+      _tile_loadd(5, bt + 512, 64);
+    }
+    _tile_dpbssd(0, 2, 4);
+    if constexpr (TWO) _tile_dpbssd(1, 3, 5);
+    _tile_stored(0, c, 64);
+    if constexpr (TWO) _tile_stored(1, c + 512, 64);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_loadd(4, at, K);
+    _tile_loadd(6, bt, 64);
+    _tile_loadd(5, at + 16, K);
+    _tile_loadd(7, bt + 256, 64);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 5, 7);
+    if constexpr (TWO) {
+      _tile_zero(2);
+      _tile_zero(3);
+      _tile_loadd(4, at + QK, K);
+      _tile_loadd(6, bt + 512, 64);
+      _tile_loadd(5, at + QK + 16, K);
+      _tile_loadd(7, bt + 512 + 256, 64);
+      _tile_dpbssd(2, 4, 6);
+      _tile_dpbssd(3, 5, 7);
+    }
+    _tile_stored(0, c, 64);
+    _tile_stored(1, c + 256, 64);
+    if constexpr (TWO) {
+      _tile_stored(2, c + 512, 64);
+      _tile_stored(3, c + 768, 64);
+    }
+  }
+}
+template <int KIND>
+inline void amx_stage(const Panel& p, const int8_t* qa, int64_t K, int64_t j, int32_t* c) {
+  if (j + 1 < K / QK) amx_sums<KIND, true>(p, qa, K, j, c);
+  else amx_sums<KIND, false>(p, qa, K, j, c);
+}
+
+// Output rows n0 .. n0 + 15 (the panel's) for activation rows r0 .. r0 + 15 (rows from M on are
+// padding: computed, not stored).
+template <int KIND>
+void amx_rows(const Panel& p, Act a, int64_t r0, int64_t M, float* y, int64_t N, int64_t n0) {
+  constexpr int V = Panel::VECS[KIND];
+  const int64_t G = a.blocks, K = G * QK;
+  const int8_t* qa = a.q + r0 * K;
+  alignas(64) float mn[AMX_TILE][16];
+  if constexpr (KIND == 1) {  // mn = fma(dmin float(m), s_x, mn), a chain of its own
+    __m512 m[AMX_TILE];
+    for (__m512& v : m) v = _mm512_setzero_ps();
+    for (int64_t j = 0; j < G; ++j) {
+      const __m512 dm = _mm512_loadu_ps(p.f.data() + 16 * (V * j + 2));
+      for (int r = 0; r < AMX_TILE; ++r)
+        m[r] = _mm512_fmadd_ps(dm, _mm512_set1_ps(a.s[(r0 + r) * G + j]), m[r]);
+    }
+    for (int r = 0; r < AMX_TILE; ++r) _mm512_store_ps(mn[r], m[r]);
+  }
+  __m512 acc[AMX_TILE];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  alignas(64) int32_t c[2][1024];  // two stages of two blocks' sums in flight
+  amx_stage<KIND>(p, qa, K, 0, c[0]);
+  for (int64_t j = 0; j < G; ++j) {
+    if (j % 2 == 0 && j + 2 < G) amx_stage<KIND>(p, qa, K, j + 2, c[(j / 2 + 1) & 1]);
+    const int32_t* cj = c[(j / 2) & 1] + 512 * (j & 1);
+    const float* f = p.f.data() + 16 * V * j;
+    const __m512 dw = _mm512_loadu_ps(f);
+    for (int r = 0; r < AMX_TILE; ++r) {
+      __m512 s = _mm512_cvtepi32_ps(_mm512_load_si512(cj + 16 * r));
+      if constexpr (KIND == 1) s = _mm512_mul_ps(s, _mm512_loadu_ps(f + 16));
+      if constexpr (KIND == 2)
+        s = _mm512_add_ps(
+            _mm512_mul_ps(s, _mm512_loadu_ps(f + 16)),
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cj + 256 + 16 * r)),
+                          _mm512_loadu_ps(f + 32)));
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[(r0 + r) * G + j]));
+      acc[r] = _mm512_fmadd_ps(dd, s, acc[r]);
+    }
+  }
+  const __mmask16 lanes = (__mmask16)((1u << std::min<int64_t>(16, N - n0)) - 1);
+  for (int r = 0; r < AMX_TILE && r0 + r < M; ++r) {
+    __m512 v = acc[r];
+    if constexpr (KIND == 1) v = _mm512_sub_ps(v, _mm512_load_ps(mn[r]));
+    _mm512_mask_storeu_ps(y + (r0 + r) * N + n0, lanes, v);
+  }
+}
+
+// Rows 0 .. M - 1 (the activations padded to whole tiles of 16 rows) against every pair of groups.
+void amx_mm(int kind, const uint8_t* wp, int64_t groups, int64_t nb, Act a, int64_t M, float* y,
+            int64_t N) {
+  const int64_t gb = nb * PACKED[kind], G = a.blocks;
+  at::parallel_for(0, (groups + 1) / 2, 1, [&](int64_t begin, int64_t end) {
+    amx_config(kind);
+    Panel p;
+    p.b.resize(512 * G);
+    p.f.resize(16 * Panel::VECS[kind] * G);
+    for (int64_t pair = begin; pair < end; ++pair) {
+      for (int h = 0; h < 2; ++h) {
+        const int64_t g = 2 * pair + h;
+        if (g < groups) {
+          unpack_group(kind, wp + g * gb, nb, h, p);
+        } else {  // a last group alone: zero codes and scales in the other half
+          for (int64_t j = 0; j < G; ++j) {
+            for (int k = 0; k < 8; ++k) std::memset(p.b.data() + 512 * j + 64 * k + 32, 0, 32);
+            for (int v = 0; v < Panel::VECS[kind]; ++v)
+              std::memset(p.f.data() + 16 * (Panel::VECS[kind] * j + v) + 8, 0, 32);
+          }
+        }
+      }
+      amx_barrier();  // the panel, and the activations, are in memory for the tile loads
+      for (int64_t r0 = 0; r0 < M; r0 += AMX_TILE) {
+        if (kind == 0) amx_rows<0>(p, a, r0, M, y, N, 16 * pair);
+        else if (kind == 1) amx_rows<1>(p, a, r0, M, y, N, 16 * pair);
+        else amx_rows<2>(p, a, r0, M, y, N, 16 * pair);
+      }
+    }
+    _tile_release();
+  });
+}
+#endif
 #endif
 
 // -- plain C++: the codes of a packed (group, block), the same mathematics lane by lane -------
@@ -554,32 +838,53 @@ at::Tensor kq_mm(const at::Tensor& x_in, const at::Tensor& w, int64_t N, int64_t
   const int64_t M = x.size(0), K = x.size(1), G = K / QK;
   check_packed(w, N, K, kind, "kq_mm");
   at::Tensor y = at::empty({M, N}, x.options());
-  at::Tensor xq = at::empty({M, K}, x.options().dtype(at::kChar));
-  at::Tensor xd = at::empty({M, G}, x.options());
-  at::Tensor xs = at::empty({M, G}, x.options());
+  // Rows 0 .. Ma - 1 in AMX tiles of 16 (the last padded to Mq), the rest (M - Ma) by the
+  // vectors: a last tile of 8 rows or more is padded, fewer rows are cheaper by the vectors.
+  int64_t Ma = 0, Mq = M;
+#ifdef KQ_AMX
+  if (M >= amx_rows_min.load() && amx_ready()) {
+    Ma = M % AMX_TILE >= 8 ? M : M - M % AMX_TILE;
+    Mq = std::max(M, (Ma + AMX_TILE - 1) / AMX_TILE * AMX_TILE);
+  }
+#endif
+  at::Tensor xq = at::empty({Mq, K}, x.options().dtype(at::kChar));
+  at::Tensor xd = at::empty({Mq, G}, x.options());
+  at::Tensor xs = at::empty({Mq, G}, x.options());
   const float* xp = x.data_ptr<float>();
   int8_t* qp = xq.data_ptr<int8_t>();
   float *dp = xd.data_ptr<float>(), *sp = xs.data_ptr<float>();
   for (int64_t r = 0; r < M; ++r)
     spec_lsp_native::quantize_row(xp + r * K, G,
                                   spec_lsp_native::QRow{qp + r * K, dp + r * G, sp + r * G});
-  at::Tensor xsum = at::empty({M, 2 * G}, x.options().dtype(at::kInt));
-  int32_t* up = xsum.data_ptr<int32_t>();
-  for (int64_t h = 0; h < 2 * M * G; ++h) {
-    int32_t sum = 0;
-    for (int e = 0; e < 16; ++e) sum += qp[16 * h + e];
-    up[h] = sum;
-  }
-  const Act a{qp, dp, sp, up, G};
   const int64_t nb = K / WEIGHTS[kind], gb = nb * PACKED[kind];
   const uint8_t* wp = w.data_ptr<uint8_t>();
   float* yp = y.data_ptr<float>();
+#ifdef KQ_AMX
+  if (Ma > 0) {  // padding rows: zero codes and scales (their outputs are not stored)
+    std::memset(qp + M * K, 0, (Mq - M) * K);
+    std::memset(dp + M * G, 0, (Mq - M) * G * sizeof(float));
+    std::memset(sp + M * G, 0, (Mq - M) * G * sizeof(float));
+    amx_mm((int)kind, wp, w.size(0), nb, Act{qp, dp, sp, nullptr, G}, Ma, yp, N);
+    if (Ma == M) return y;
+  }
+#endif
+  const int64_t Mv = M - Ma;  // rows Ma .. M - 1
+  at::Tensor xsum = at::empty({Mv, 2 * G}, x.options().dtype(at::kInt));
+  int32_t* up = xsum.data_ptr<int32_t>();
+  const int8_t* qv = qp + Ma * K;
+  for (int64_t h = 0; h < 2 * Mv * G; ++h) {
+    int32_t sum = 0;
+    for (int e = 0; e < 16; ++e) sum += qv[16 * h + e];
+    up[h] = sum;
+  }
+  const Act a{qv, dp + Ma * G, sp + Ma * G, up, G};
+  float* yv = yp + Ma * N;
   at::parallel_for(0, w.size(0), 2, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
 #ifdef KQ_AVX2
-      group_rows((int)kind, wp + g * gb, nb, a, M, yp, N, g * GROUP, N);
+      group_rows((int)kind, wp + g * gb, nb, a, Mv, yv, N, g * GROUP, N);
 #else
-      group_rows_plain((int)kind, wp + g * gb, nb, a, M, yp, N, g * GROUP, N);
+      group_rows_plain((int)kind, wp + g * gb, nb, a, Mv, yv, N, g * GROUP, N);
 #endif
     }
   });
@@ -622,7 +927,9 @@ at::Tensor kq_dequant(const at::Tensor& w, int64_t N, int64_t K, int64_t kind) {
 }
 
 int64_t kq_isa() {
-#if defined(KQ_AVX512)
+#if defined(KQ_AMX)
+  return amx_ready() ? 4 : 3;
+#elif defined(KQ_AVX512)
   return 3;
 #elif defined(KQ_VNNI)
   return 2;
@@ -633,10 +940,23 @@ int64_t kq_isa() {
 #endif
 }
 
+// The fewest rows of a pass that the AMX path computes (16 unless changed); `rows` > 0 sets it
+// and the previous value is returned. -1 where the library has no AMX path or may not use it.
+int64_t kq_amx_rows(int64_t rows) {
+#ifdef KQ_AMX
+  if (!amx_ready()) return -1;
+  return rows > 0 ? amx_rows_min.exchange(rows) : amx_rows_min.load();
+#else
+  (void)rows;
+  return -1;
+#endif
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(spec_lsp, m) {
   m.def("kq_mm(Tensor x, Tensor w, int N, int kind) -> Tensor", &kq_mm);
   m.def("kq_dequant(Tensor w, int N, int K, int kind) -> Tensor", &kq_dequant);
   m.def("kq_isa() -> int", &kq_isa);
+  m.def("kq_amx_rows(int rows) -> int", &kq_amx_rows);
 }
