@@ -221,12 +221,13 @@ def test_the_512_bit_path_is_built_where_the_cpu_has_it() -> None:
 @pytest.mark.parametrize("kind", NEW_KINDS)
 def test_the_amx_tiles_give_the_512_bit_paths_bits(kind: str) -> None:
     """Passes of 1 to 130 rows (whole tiles of 16, padded ones, a rest by the vectors), 13 groups
-    (a last one alone in its pair of tiles) and 6, through the AMX tiles and through the 512-bit
-    VNNI path (`kq_amx_rows`: the fewest rows the tiles take), in one process: the same bits."""
+    (a last one alone in its pair of tiles) and 6, Q5_0 with an odd number of blocks of 32 (25),
+    through the AMX tiles and through the 512-bit VNNI path (`kq_amx_rows`: the fewest rows the
+    tiles take), in one process: the same bits."""
     amx_rows = torch.ops.spec_lsp.kq_amx_rows
     assert amx_rows(0) == 16
     gen = torch.Generator().manual_seed(12)
-    for n, k in ((100, 512), (44, 768)):
+    for n, k in ((100, 512), (44, 800 if kind == "q5_0" else 768)):
         layer = BlockLinear(_random_blocks(kind, n, k, 12), k, kind)
         x = torch.randn(130, k, generator=gen)
         x[3, :32] = 0
