@@ -36,11 +36,13 @@
   float operations stay the 512-bit path's, lane by lane (the same bits). Decoding and
   verification passes (under 16 rows) keep the 512-bit path. Measured 2026-12-04 on the same VM,
   one thread, CPU time, the two paths back to back in one process (a 2-thread benchmark ran
-  beside), ms for M = 16 / 128, AMX | AVX-512: Q4_K 8960 x 1536: 1.6-1.7 / 9.1-10.2 | 2.0-2.2 /
-  16.4-17.9; Q6_K 1536 x 8960: 2.5-2.9 / 12.9-14.4 | 2.7-3.1 / 23.2-24.2; Q5_0 4864 x 896:
-  0.37-0.39 / 2.1-2.4 | 0.63-0.70 / 5.0-5.3. `SPEC_LSP_KERNELS=avx512+vnni` builds the 512-bit
-  path without the tiles (to compare); the tiles need the kernel's permission (Linux 5.16+),
-  asked once: refused, the 512-bit path runs.
+  beside), ms for M = 16 / 32 / 128, AMX | AVX-512: Q4_K 8960 x 1536: 1.46 / 2.33 / 7.4 | 1.83 /
+  3.33 / 13.3; Q6_K 1536 x 8960: 2.28 / 3.57 / 11.6 | 2.57 / 4.70 / 19.5; Q5_0 4864 x 896: 0.33 /
+  0.54 / 1.89 | 0.53 / 1.05 / 4.15 (128 rows: 1.6-2.2x in every run; 16 rows: 1.1-1.7x; a tile
+  for 8 rows: 0.7-1.0x). Prefill of 512 tokens in chunks of 128, one thread: the coder's 1.5B
+  target 73 -> 104 tok/s, its 0.5B draft 247 -> 358 tok/s (the same logits, bitwise).
+  `SPEC_LSP_KERNELS=avx512+vnni` builds the 512-bit path without the tiles (to compare); the
+  tiles need the kernel's permission (Linux 5.16+), asked once: refused, the 512-bit path runs.
 - The small operations of a pass, one call each instead of several of torch's ops: RMS norm,
   SiLU(gate) * up, and attention row by row (scores, softmax, values for one query row over
   exactly the keys it sees; float16 or float32 caches). With the products: a one-token pass
