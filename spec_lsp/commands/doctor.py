@@ -1,5 +1,5 @@
 """`spec-lsp doctor`: what this machine offers spec-lsp, one check a line: torch and CUDA, the C++
-compiler and the native kernels (built or not, which path: plain, avx2, avx2+vnni, avx512+vnni), the model
+compiler and the native kernels (built or not, which path: plain, avx2, avx2+vnni, avx512+vnni, amx+avx512), the model
 cache (GGUF files and converted models, with sizes), each preset's availability offline, and
 whether each remote preset's engine answers (a short timeout). Compiles nothing and fetches
 nothing. Exits 1 only on a real problem (torch missing, a preset file that does not parse, a
