@@ -147,7 +147,7 @@ def planned_kernel_family() -> tuple[str, bool]:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return "torch", True
     flags = native._flags()
-    if "-mamx-int8" in flags:  # AMX's int8 tiles for prefill, else 512-bit VNNI
+    if "-mamx-int8" in flags and native.tiles_supported():  # AMX's int8 tiles for prefill
         family = "native-amx"
     elif "-mavx512bw" in flags:  # the VNNI products in 512-bit registers (`native._flags`)
         family = "native-avx512"

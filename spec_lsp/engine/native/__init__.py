@@ -80,6 +80,7 @@ import logging
 import os
 import platform
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -104,6 +105,23 @@ def _cpu_flags() -> set[str]:
         if line.startswith("flags"):
             return set(line.split(":", 1)[1].split())
     return set()
+
+
+def tiles_supported() -> bool:
+    """Whether Linux supports AMX's tile data for processes (arch_prctl ARCH_GET_XCOMP_SUPP, bit
+    18: asks nothing, changes nothing); the kernels still ask for it once before the first tile
+    (`kq_isa` says whether it was granted)."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        features = ctypes.c_uint64(0)
+        failed = libc.syscall(158, 0x1021, ctypes.byref(features))  # SYS_arch_prctl, x86-64
+    except (OSError, AttributeError):
+        return False
+    return failed == 0 and bool(features.value >> 18 & 1)
 
 
 def _flags() -> list[str]:
