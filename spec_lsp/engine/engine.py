@@ -217,8 +217,7 @@ class SpecEngine(api.BackendBase):
             ctl = next(c for d, c in sources if d is self._model_drafter)
             lag = len(prompt) - common_prefix_len(state.draft.tokens, prompt)
             if not ctl.catch_up_pays(lag, run.request.max_new_tokens):
-                ctl.held, drafting = True, False
-                run.stats.draft_lag = lag
+                ctl.held, drafting, run.stats.draft_lag = True, False, lag
         logits = self._prefill(run, state, prompt, drafting)
         if logits is None:
             return
