@@ -24,6 +24,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -313,8 +314,14 @@ def main(
     **kwargs: Any,
 ) -> int:
     """Runs the bench, prints its table, writes the JSON report when asked; 1 on a FimError."""
+    return finish(lambda: run_fim(data, preset, gguf, **kwargs), json_path)
+
+
+def finish(make: Callable[[], dict[str, Any]], json_path: str | None) -> int:
+    """The report `make()` returns: its table printed, its JSON written when asked; 1 on a
+    FimError (what is wrong, on stderr)."""
     try:
-        report = run_fim(data, preset, gguf, **kwargs)
+        report = make()
     except FimError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 1

@@ -11,11 +11,10 @@ GGUF llama-server served) or that overlap or leave a gap are refused with the re
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from spec_lsp.benchmarks.fim import DRAFT_COUNTS, summarize, table
+from spec_lsp.benchmarks.fim import DRAFT_COUNTS, finish, summarize
 from spec_lsp.benchmarks.fim_exec import Row
 from spec_lsp.benchmarks.fim_problems import FimError
 
@@ -79,14 +78,4 @@ def _drafting(parts: list[dict[str, Any]]) -> dict[str, Any]:
 def main(paths: list[Path], json_path: str | None = None) -> int:
     """Merges the reports at `paths`, prints the table, writes the JSON when asked; 1 on a
     FimError (what is wrong, on stderr)."""
-    try:
-        report = merge(read_reports(paths))
-    except FimError as exc:
-        print(f"spec-lsp: {exc}", file=sys.stderr)
-        return 1
-    if json_path:
-        Path(json_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(table(report))
-    if report.get("drafting"):
-        print("drafting over the problems:", report["drafting"])
-    return 0
+    return finish(lambda: merge(read_reports(paths)), json_path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.live import WARM_PREFILL_CHUNK
 from spec_lsp.engine.api import (
@@ -78,19 +80,14 @@ async def test_a_lagging_draft_is_caught_up_over_the_prefetchs_prompt_once_it_en
     await drain(service)
 
 
-async def test_no_catch_up_when_the_draft_kept_up() -> None:
-    backend = LaggingBackend("hello world", lag=0)
-    service = await service_with(backend, prefetch=True)
-    await first_suggestion(service)
-    await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
-    await asyncio.sleep(0.05)
-    assert catch_ups(backend) == []
-    await drain(service)
-
-
-async def test_no_catch_up_on_a_backend_without_warm_ups() -> None:
-    backend = LaggingBackend("hello world", lag=500)
-    backend.capabilities = Capabilities(cheap_cancel=True, warm_up=False)
+@pytest.mark.parametrize(
+    ("lag", "warm_up"),
+    [(0, True), (500, False)],
+    ids=["the draft kept up", "a backend without warm-ups"],
+)
+async def test_no_catch_up(lag: int, warm_up: bool) -> None:
+    backend = LaggingBackend("hello world", lag=lag)
+    backend.capabilities = Capabilities(cheap_cancel=True, warm_up=warm_up)
     service = await service_with(backend, prefetch=True)
     await first_suggestion(service)
     await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
