@@ -47,6 +47,9 @@ class Preset:
     method: str = "ngram"
     fim: str = "none"
     context_tokens: int = 2048
+    # The draft's output layer scores only the first `draft_vocab` token ids and the special
+    # tokens (`engine.draft_vocab`); 0: the whole vocabulary.
+    draft_vocab: int = 0
     dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
     # Weight format per device (float32, bfloat16, int8, int4); a device not named uses its dtype.
     weights: dict[str, str] = field(default_factory=dict)
@@ -83,6 +86,7 @@ class Preset:
             draft=self.resolve(self.draft) if self.draft else None,
             method=self.method,
             context_tokens=self.context_tokens,
+            draft_vocab=self.draft_vocab,
             dtype=dict(self.dtype),
             weights=dict(self.weights),
             output_weights=self.output_weights,
@@ -149,6 +153,9 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
     forward = text("forward", "lean") or "lean"
     if forward not in FORWARDS:
         raise PresetError(f"preset {name!r}: forward must be one of {', '.join(FORWARDS)}")
+    draft_vocab = data.get("draft_vocab", 0)
+    if not isinstance(draft_vocab, int) or isinstance(draft_vocab, bool) or draft_vocab < 0:
+        raise PresetError(f"preset {name!r}: draft_vocab must be a whole number >= 0 (0: all)")
     return Preset(
         name=name,
         target=target,
@@ -156,6 +163,7 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         method=method,
         fim=fim,
         context_tokens=int(str(data.get("context_tokens", 2048))),
+        draft_vocab=draft_vocab,
         dtype={"cpu": "float32", "cuda": "bfloat16", **{str(k): str(v) for k, v in dtype.items()}},
         weights={str(k): str(v) for k, v in weights.items()},
         output_weights=output_weights,

@@ -68,6 +68,8 @@ class ServerStats:
     reused_tokens: int = 0
     prefilled_tokens: int = 0
     generated_tokens: int = 0
+    decode_tokens: int = 0  # tokens after each generation's first (that one ends the prefill)
+    decode_ms: float = 0.0  # the time those took: generation time less prefill
     last_latency_ms: float = 0.0
     latency: dict[str, LatencyWindow] = field(
         default_factory=lambda: {stage: LatencyWindow() for stage in STAGES}
@@ -89,6 +91,8 @@ class ServerStats:
         self.latency["queue"].add(queue_ms)
         self.latency["prefill"].add(g.prefill_ms)
         self.latency["decode"].add(max(0.0, g.total_ms - g.prefill_ms))
+        self.decode_tokens += max(0, g.generated_tokens - 1)
+        self.decode_ms += max(0.0, g.total_ms - g.prefill_ms)
         if g.stop_reason != "cancelled":
             ema = self.model_ms_ema
             self.model_ms_ema = g.total_ms if ema is None else 0.8 * ema + 0.2 * g.total_ms
@@ -137,6 +141,14 @@ class ServerStats:
                 ),
             },
             "generatedTokens": self.generated_tokens,
+            # Requests' decoding speed: what drafting changes (the replay compares methods by it).
+            "decode": {
+                "tokens": self.decode_tokens,
+                "ms": round(self.decode_ms, 1),
+                "tokensPerS": (
+                    round(1000 * self.decode_tokens / self.decode_ms, 2) if self.decode_ms else None
+                ),
+            },
             "model": model,
             "lastLatencyMs": round(self.last_latency_ms, 3),
         }

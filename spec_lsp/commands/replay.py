@@ -39,8 +39,9 @@ def register(subparsers: Any) -> None:
     group.add_argument("--plot", metavar="PATH", help="write a latency plot (PNG)")
     group.add_argument(
         "--compare",
-        choices=["plain", "no-prefetch"],
-        help="replay again without speculation (plain) or without prefetch (no-prefetch)",
+        choices=["plain", "target-only", "no-prefetch"],
+        help="replay again without speculation or KV reuse (plain), without drafting "
+        "(target-only) or without prefetch (no-prefetch)",
     )
     group.add_argument(
         "--no-accepts",

@@ -26,6 +26,7 @@ from transformers import PreTrainedModel
 from spec_lsp.engine import compact, draft_model, native, origin, quant
 from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS
 from spec_lsp.engine.attention import use_exact_attention
+from spec_lsp.engine.draft_vocab import restrict_output
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import choose_forwards
 from spec_lsp.engine.gguf import Q8Blocks
@@ -81,6 +82,7 @@ class LoadSpec:
     draft: str | None = None
     method: str = "ngram"  # the engine's default drafting method
     context_tokens: int = 2048
+    draft_vocab: int = 0  # the draft's output over this many first ids (`draft_vocab`); 0: all
     dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
     # Weight format per device (`quant.WEIGHT_FORMATS`); a device not named loads in its dtype.
     weights: dict[str, str] = field(default_factory=dict)
@@ -309,6 +311,9 @@ def load_engine(
     stored = is_gguf(spec.target) and spec.keeps_blocks(dev) and not random_weights
     report(f"weights: {'as the GGUF file stores them' if stored else spec.weight_format(dev)}", 0.8)
     weights = apply_weights(spec, target, draft, dev, random_weights)
+    if spec.draft_vocab and isinstance(draft, torch.nn.Module) and not isinstance(draft, SpecHead):
+        kept = restrict_output(draft, tokenizer, spec.draft_vocab)
+        log.info("draft output: %s tokens", kept or "all")
     if spec.forward not in FORWARDS:
         raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} (known: {FORWARDS})")
     if dev == "cpu":  # before `lean` takes references to the tensors

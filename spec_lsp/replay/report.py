@@ -35,9 +35,13 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("accept_to_answer_ms.p90", "accept->answer p90 ms"),
     ("prefetch_hits", "prefetch hits"),
     ("typed_chars", "typed chars"),
+    ("decode_tokens_per_s", "requests' decode tok/s (server)"),
+    ("draft_acceptance", "draft acceptance (server)"),
 )
-# Ratios shown with --compare: comparison / main, so a ratio above 1 means the main run is better.
+# Ratios shown with --compare: comparison / main, so a ratio above 1 means the main run is better
+# for times, and worse for the one speed (the server's decode tok/s).
 RATIO_KEYS = (
+    "decode_tokens_per_s",
     "accept_to_suggestion_ms.p50",
     "accept_to_answer_ms.p50",
     "pause_to_suggestion_ms.p50",

@@ -49,19 +49,32 @@ def _document(run: Run, figures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _server(stats: Any) -> dict[str, Any]:
+    """What the server measured itself (`spec-lsp/stats`): its requests' decoding speed and the
+    drafts' acceptance (None where it did not say)."""
+    stats = stats if isinstance(stats, dict) else {}
+    decode = stats.get("decode") if isinstance(stats.get("decode"), dict) else {}
+    return {
+        "decode_tokens_per_s": decode.get("tokensPerS"),
+        "draft_acceptance": stats.get("acceptance"),
+    }
+
+
 def replay_command(sessions: list[Session], options: ReplayOptions) -> int:
     names = ", ".join(s.name for s in sessions)
     runs: list[tuple[Run, dict[str, Any], Tally]] = []
     plans: list[tuple[str, dict[str, Any]]] = [("spec", {})]
     if options.compare == "plain":
         plans.append(("plain", dict(PLAIN_OPTIONS)))
+    elif options.compare == "target-only":  # no drafting, the KV reused as in the main run
+        plans.append(("target-only", {"speculation": "off"}))
     elif options.compare == "no-prefetch":
         plans.append(("no-prefetch", {"prefetch": False}))
     for label, extra in plans:
         print(f"replaying {len(sessions)} session(s) [{label}]: {names}", file=sys.stderr)
         run = replay(sessions, _config(options, label, extra))
         figures, tally = analyze(run.traces, options.pause_ms)
-        figures |= accepts.figures(run.traces, run.server_stats)
+        figures |= accepts.figures(run.traces, run.server_stats) | _server(run.server_stats)
         runs.append((run, figures, tally))
     print(table([(run.label, figures) for run, figures, _ in runs], options.pause_ms))
     for run, _, _ in runs:

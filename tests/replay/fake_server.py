@@ -61,7 +61,12 @@ class FakeServer:
     def handle(self, msg: dict[str, Any]) -> bool:
         method, params, rid = msg.get("method"), msg.get("params") or {}, msg.get("id")
         if method == "initialize":
-            self.stats["initializationOptions"] = params.get("initializationOptions")
+            options = params.get("initializationOptions") or {}
+            self.stats["initializationOptions"] = options
+            # What a real server measures itself: drafting decodes faster than the target alone.
+            drafting = options.get("speculation") != "off"
+            self.stats["decode"] = {"tokensPerS": 30.0 if drafting else 20.0}
+            self.stats["acceptance"] = 0.5 if drafting else None
             caps = {
                 "positionEncoding": "utf-16",
                 "textDocumentSync": 2,

@@ -10,6 +10,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from spec_lsp.replay.analysis import analyze
 from spec_lsp.replay.format import write_session
 from spec_lsp.replay.replayer import ReplayConfig, replay
@@ -45,7 +47,8 @@ def test_late_answers_to_cancelled_requests_are_dropped_not_shown() -> None:
     assert (figures["stale_shown"], figures["stale_dropped"]) == (0, 4)
 
 
-def test_cli_report_on_a_server_whose_answers_are_known(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compare", ["plain", "target-only"])
+def test_cli_report_on_a_server_whose_answers_are_known(tmp_path: Path, compare: str) -> None:
     before, typed = "def f():\n    ", "return 42"
     (tmp_path / "target.py").write_text(before + typed)
     session = typing_session(before, typed, gap_ms=600, cancel=True, end_ms=800)
@@ -60,7 +63,7 @@ def test_cli_report_on_a_server_whose_answers_are_known(tmp_path: Path) -> None:
             "--preset",
             "tiny",
             "--compare",
-            "plain",
+            compare,
             "--json",
             str(tmp_path / "r.json"),
             "--plot",
@@ -73,7 +76,7 @@ def test_cli_report_on_a_server_whose_answers_are_known(tmp_path: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert "pause->suggestion p50 ms" in out.stdout and "plain/spec" in out.stdout
+    assert "pause->suggestion p50 ms" in out.stdout and f"{compare}/spec" in out.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     # Every key is a pause and every answer arrives within it; the answer after the last key is
     # empty (nothing is left of the target); every key but the first was predicted.
@@ -85,7 +88,13 @@ def test_cli_report_on_a_server_whose_answers_are_known(tmp_path: Path) -> None:
         assert set(figures["latency_ms"]) == {"p50", "p90", "p99", "max"}
         assert set(figures["pause_to_suggestion_ms"]) == {"p50", "p90", "p99"}
     assert report["server_stats"]["initializationOptions"] == {"preset": "tiny"}
-    plain = report["compare"]["server_stats"]["initializationOptions"]
-    assert plain == {"preset": "tiny", "speculation": "off", "kvReuse": False}
+    other = report["compare"]["server_stats"]["initializationOptions"]
+    reuse = {"kvReuse": False} if compare == "plain" else {}
+    assert other == {"preset": "tiny", "speculation": "off"} | reuse
     assert set(report["compare"]["ratios"]) >= {"pause_to_suggestion_ms.p50"}
+    # The server's own decode speed, without drafting over with it (the main run 1.5x faster).
+    assert (report["decode_tokens_per_s"], report["draft_acceptance"]) == (30.0, 0.5)
+    assert report["compare"]["decode_tokens_per_s"] == 20.0
+    assert report["compare"]["ratios"]["decode_tokens_per_s"] == 0.67
+    assert "requests' decode tok/s (server)" in out.stdout
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
