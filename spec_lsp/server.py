@@ -62,6 +62,7 @@ ALTERNATIVES = 3  # distinct suggestions for an explicit (Invoked) inline reques
 DID_ACCEPT = "spec-lsp/didAcceptCompletion"
 DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
 DOCUMENT_TEXT = "spec-lsp/documentText"
+DID_MOVE_CURSOR = "spec-lsp/didMoveCursor"
 EXIT_GRACE_S = 3.0  # after `exit`, the process is ended even if a thread still blocks
 INVOKED_LOAD_WAIT_S = 10.0  # an explicitly invoked request waits this long for a loading model
 
@@ -563,6 +564,20 @@ def build_server(
         sid, length = _suggestion_id(params), _param(params, "acceptedLength")
         if ls.service is not None and sid is not None and isinstance(length, int):
             ls.service.feedback.did_partially_accept(sid, length)
+
+    @server.feature(DID_MOVE_CURSOR)
+    def spec_lsp_did_move_cursor(ls: SpecServer, params: Any) -> None:
+        doc, position = _param(params, "textDocument"), _param(params, "position")
+        uri, version = _param(doc, "uri"), _param(doc, "version")
+        line, char = _param(position, "line"), _param(position, "character")
+        if ls.service is None or not isinstance(uri, str):
+            return
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (line, char)):
+            return
+        if ls.options.excluded(uris.to_fs_path(uri) or uri):
+            return
+        version = version if isinstance(version, int) and not isinstance(version, bool) else None
+        ls.service.did_move_cursor(uri, version, line, char, ls.encoding)
 
     @server.feature(STATS)
     def spec_lsp_stats(ls: SpecServer, params: Any) -> dict[str, Any]:

@@ -10,6 +10,8 @@
   the KV of its prompts' common start prefilled: the prompt for the furthest cursor whose window
   starts at the top of the file (`Planner.head`), which every prompt for a cursor above it
   begins with, token for token. A cold file's first request then prefills only what follows.
+  Where the editor says where its cursor rests (`spec-lsp/didMoveCursor`), the prompt a request
+  there would have is prefilled instead: typing there finds its window's KV ready.
 
 Each takes its plan from the planner (`plan.py`), as a request at that position would, so their
 answers are the ones that request would get. The service hands its parts in; this module does not
@@ -143,22 +145,30 @@ class Anticipation:
                 texts.append(anchor.text)
         return [self.feedback.issue(text) for text in texts[1:]]
 
-    def warm_up(self, doc: Document) -> None:
-        """Starts prefilling `doc`'s KV for the start of its prompts (see the module
+    def warm_up(self, doc: Document, at: tuple[int, int] | None = None) -> None:
+        """Starts prefilling `doc`'s KV for the start of its prompts, or with `at` (row, col:
+        where the editor's cursor rests) for the prompt of a request there (see the module
         docstring), as a prefetch: superseded by the document's next generation, cancelled by a
-        request for another document, one short prefill pass at most. Only on a backend that
-        stops within a pass and keeps what it computed (the local engine; `remote.warmup` has
-        llama-server's own)."""
+        request for another document. Only on a backend that stops within a pass and keeps what
+        it computed (the local engine; `remote.warmup` has llama-server's own). A cursor's
+        warm-up supersedes the document's earlier warm job, and waits for no one: while another
+        generation runs, nothing starts."""
         if not self._options().kv_reuse or not self._can_warm(doc):
             return
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # no loop (a synchronous caller): nothing runs in the background
             return
-        if self.live.running(doc.uri) is not None:
+        running = self.live.running(doc.uri)
+        if at is None and running is not None:
+            return
+        if at is not None and self.live.busy(but_warm_of=doc.uri):
             return
         self.neighbours.settle(keep=doc.uri)  # the chunks of other files its request will see
-        plan = self.planner.head(doc)
+        if at is None:
+            plan = self.planner.head(doc)
+        else:  # the window a request there would have, kept for the document as a request's
+            plan = self.planner.at(doc, *at, prefill_only=True)
         if plan is None:
             return
         live = self.live.start(

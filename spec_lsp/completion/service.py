@@ -80,6 +80,19 @@ class CompletionService:
         if self.options.prefetch and (doc := self.docs.get(uri)) is not None:
             self.anticipation.warm_up(doc)  # idle time before the first keystroke
 
+    def did_move_cursor(
+        self, uri: str, version: int | None, line: int, character: int, encoding: Encoding
+    ) -> None:
+        """The editor's cursor rests at (line, character) of `uri` (`spec-lsp/didMoveCursor`):
+        on idle time, the prompt of a request there is prefilled (`Anticipation.warm_up`). A
+        document unknown, of another version than the one named, or a position outside it: nothing."""
+        doc = self.docs.get(uri)
+        if doc is None or (version is not None and version != doc.version):
+            return
+        pos = doc.position(line, character, encoding)
+        if pos is not None and self.options.prefetch:
+            self.anticipation.warm_up(doc, pos)
+
     def _syntax_source(self, uri: str) -> tuple[str, str] | None:
         doc = self.docs.get(uri)
         return None if doc is None else (doc.language_id, doc.text)

@@ -131,11 +131,17 @@ class AdaptiveK:
         scaled by the draft step's share of a target pass, against the time drafting is expected
         to save at the current estimates. A draft whose KV is cold sits a request out (a cold
         1,000-token prompt costs the 0.5B draft seconds to save a fraction of 64 tokens' time);
-        idle-time work (a warm-up, a prefetch) catches it up instead. No curve, or a gate told
-        to draft at no gain (`min_gain` <= 1): always."""
+        idle-time work (a warm-up, a prefetch) catches it up instead. A lag that costs no more
+        than one plain decoding step always pays: the keys typed since idle work caught the
+        draft up. Without that, a draft whose estimates say it does not pay (its prior, before
+        any round) would sit out every request whose prompt moved by a key, and never run the
+        rounds that would show otherwise. No curve, or a gate told to draft at no gain
+        (`min_gain` <= 1): always."""
         if not self.cost or lag <= 0 or self.min_gain <= 1.0:
             return True
         per_token = self.draft_cost * (self.cost[-1] / len(self.cost)) / self.cost[0]
+        if lag * per_token <= self.cost[0]:
+            return True
         gain = self.best(self.acceptance, self.goes_on)[1]
         saved = room * self.cost[0] * (1.0 - 1.0 / gain) if gain > 1.0 else 0.0
         return lag * per_token <= saved

@@ -288,6 +288,11 @@ def test_server_counts_every_accept_and_partial_accept_the_plugin_reports(
 
 
 @needs_nvim
+def test_the_plugin_tells_the_server_where_the_cursor_rests(keys_run: NvimRun) -> None:
+    assert keys_run.obs("cursor_warm_ups") >= 2, keys_run.explain("no warm-up per cursor rest")
+
+
+@needs_nvim
 def test_stats_command_opens_a_float_with_the_server_stats(keys_run: NvimRun) -> None:
     lines = "\n".join(keys_run.obs("stats_float"))
     stats = keys_run.obs("stats")

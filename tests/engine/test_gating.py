@@ -217,10 +217,23 @@ def test_catching_up_a_cold_draft_is_priced_against_what_drafting_saves() -> Non
     assert AdaptiveK(4, 1, K_MAX).catch_up_pays(10_000, 1)  # no measured curve: no gate
 
 
+def test_a_lag_cheaper_than_one_plain_step_is_caught_up_even_when_drafting_does_not_pay() -> None:
+    """The keys typed since idle work caught the draft up: caught up within the request, so a
+    draft whose estimates (its prior too) say it does not pay still gets rounds to learn from."""
+    costly = AdaptiveK(4, 1, K_MAX, CURVE, 8.0, 1.1)  # a draft step 0.8 of a target pass
+    assert costly.best(costly.acceptance, costly.goes_on)[1] < 1.0  # at its prior: no gain
+    per_token = 8.0 * (CURVE[-1] / len(CURVE)) / CURVE[0]
+    one_step = int(CURVE[0] / per_token)
+    assert one_step >= 1
+    assert costly.catch_up_pays(one_step, 64)
+    assert not costly.catch_up_pays(one_step + 1, 64)
+
+
 def test_a_request_leaves_a_cold_draft_aside_and_idle_work_catches_it_up(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
     # Drafting with the target itself pays, but not enough to prefill a whole prompt for 2 tokens.
     engine = make_engine(target, tokenizer, target, **PAYING)
-    prompt = CODE_PROMPTS[1]
+    prompt = "\n".join(CODE_PROMPTS)  # catching up costs more than one plain step (~47 tokens)
+    assert len(engine.encode(prompt)) > 60
     cold = run(engine, "draft", 2, prompt)
     state = engine.docs.get("doc")
     assert state is not None and isinstance(state.draft, ModelState)

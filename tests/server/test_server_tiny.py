@@ -105,6 +105,35 @@ async def test_inline_completion_inserts_at_the_cursor_with_an_accept_command(
     assert delta(before, after, "acceptedChars") == len(item.insert_text)
 
 
+async def test_a_resting_cursor_warms_its_prompt_and_bad_ones_are_ignored(
+    client: LanguageClient,
+) -> None:
+    uri = doc_uri("cursor.py")
+    text = "".join(f"item_{i} = compute({i})\n" for i in range(300))
+    open_doc(client, uri, text)
+    before = (await stats(client))["warmUp"]["started"]
+    for params in (
+        {"textDocument": {"uri": uri, "version": 99}, "position": {"line": 250, "character": 0}},
+        {"textDocument": {"uri": uri}, "position": {"line": 9999, "character": 0}},
+        {"textDocument": {"uri": uri}, "position": {"line": "x", "character": 0}},
+        {"textDocument": {}, "position": {"line": 1, "character": 0}},
+    ):
+        client.protocol.notify("spec-lsp/didMoveCursor", params)
+    assert (await stats(client))["warmUp"]["started"] == before  # none fits: nothing warmed
+    resting = {
+        "textDocument": {"uri": uri, "version": 1},
+        "position": {"line": 250, "character": 4},
+    }
+
+    async def warmed() -> bool:  # sent again while another test's generation may still run
+        client.protocol.notify("spec-lsp/didMoveCursor", resting)
+        return bool((await stats(client))["warmUp"]["started"] > before)
+
+    await wait_until(warmed)
+    result = await inline(client, uri, 250, 4)  # the request there still answers
+    assert result is not None
+
+
 async def test_completion_fallback_returns_one_item_with_the_suggestion(
     client: LanguageClient,
 ) -> None:
@@ -322,6 +351,7 @@ async def test_custom_methods_accept_missing_or_null_params(
         "spec-lsp/didShowCompletion",
         "spec-lsp/didAcceptCompletion",
         "spec-lsp/didPartiallyAcceptCompletion",
+        "spec-lsp/didMoveCursor",
     ):
         send_raw(client, method, params)
     after = await stats(client)  # answered after the notifications: they were handled, no crash

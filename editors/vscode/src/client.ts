@@ -33,8 +33,17 @@ import {
 } from "./config";
 import type { Address } from "./serverChoice";
 import { removedKeys } from "./settingsWire";
+import { CursorRests } from "./cursor";
 import { Feedback } from "./feedback";
-import { AcceptCommand, type Stats, StatsRequest, type Status, StatusRequest, suggestionId } from "./protocol";
+import {
+  AcceptCommand,
+  DidMoveCursor,
+  type Stats,
+  StatsRequest,
+  type Status,
+  StatusRequest,
+  suggestionId,
+} from "./protocol";
 import type { StatusItem } from "./status";
 
 const FIX =
@@ -108,6 +117,7 @@ export class Server implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   private statusTimer: NodeJS.Timeout | undefined;
   private readonly feedback: Feedback;
+  private readonly cursor: CursorRests;
   /** The settings the running server was given (initializationOptions, then each change). */
   private sent: Record<string, unknown> = {};
   /** Where the running server is: a command line, or a shared server's address. */
@@ -126,6 +136,15 @@ export class Server implements vscode.Disposable {
       () => this.refreshSoon(),
       (line) => this.output.info(line),
     );
+    this.cursor = new CursorRests((document, position) => {
+      const client = this.client;
+      if (!client || !this.running) return;
+      const c2p = client.code2ProtocolConverter;
+      void client.sendNotification(DidMoveCursor, {
+        textDocument: c2p.asVersionedTextDocumentIdentifier(document),
+        position: c2p.asPosition(position),
+      });
+    });
   }
 
   get running(): boolean {
@@ -361,6 +380,7 @@ export class Server implements vscode.Disposable {
 
   dispose(): void {
     this.feedback.dispose();
+    this.cursor.dispose();
     void this.stop();
   }
 }

@@ -4,6 +4,7 @@ export const StatusRequest = "spec-lsp/status";
 export const StatsRequest = "spec-lsp/stats";
 export const DidShow = "spec-lsp/didShowCompletion";
 export const DidPartiallyAccept = "spec-lsp/didPartiallyAcceptCompletion";
+export const DidMoveCursor = "spec-lsp/didMoveCursor";
 /** Executed by each suggestion's command; the language client forwards it as workspace/executeCommand. */
 export const AcceptCommand = "spec-lsp.didAcceptCompletion";
 

@@ -6,6 +6,7 @@ import type { Stats, Status } from "../src/protocol";
 import { chooseServer, parseAddress, tokenSource } from "../src/serverChoice";
 import { type Inspected, languageOn, removedKeys, setSettings, setValue, toggleLanguage } from "../src/settingsWire";
 import { describe } from "../src/statusText";
+import { Rest, TYPING_MS } from "../src/rest";
 
 const READY: Status = {
   state: "ready",
@@ -130,4 +131,34 @@ void test("the token comes from the setting, else SPEC_LSP_TOKEN, else the file 
   assert.deepEqual(tokenSource(tcp, "", { XDG_RUNTIME_DIR: "/run/user/1" }, "/h"), { file: "/run/user/1/spec-lsp/7777.token" });
   assert.deepEqual(tokenSource(tcp, "", {}, "/h"), { file: "/h/.cache/spec-lsp/run/7777.token" });
   assert.equal(tokenSource({ socket: "/s" }, "", {}, "/h"), undefined);
+});
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+void test("a cursor that rests after a move is sent once, after the last move", async () => {
+  let sent = 0;
+  const rest = new Rest(() => (sent += 1), 20);
+  rest.moved();
+  await sleep(5);
+  rest.moved(); // moved again before resting: the first is forgotten
+  assert.equal(sent, 0);
+  await sleep(60);
+  assert.equal(sent, 1);
+  rest.dispose();
+});
+
+void test("a move that comes with an edit is typing and sends nothing", async () => {
+  let sent = 0;
+  let now = 1000;
+  const rest = new Rest(() => (sent += 1), 10, () => now);
+  rest.moved(); // a move before any edit: it rests
+  rest.edited(); // then a key: the pending rest is dropped
+  rest.moved(); // the key's own cursor move
+  await sleep(40);
+  assert.equal(sent, 0);
+  now += TYPING_MS; // a move well after the last edit: navigation again
+  rest.moved();
+  await sleep(40);
+  assert.equal(sent, 1);
+  rest.dispose();
 });

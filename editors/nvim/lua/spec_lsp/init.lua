@@ -3,12 +3,14 @@
 ---   require("spec_lsp").setup({ init_options = { preset = "coder" } })
 ---
 --- This module wires the parts together: options (config), the client (lsp), keys and accepts
---- (suggestion), the ghost text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), the
+--- (suggestion), where the cursor rests (cursor: the server warms its prompt up), the ghost
+--- text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), the
 --- server's state (status: the statusline, `:SpecLsp status`), the commands, and
 --- `:checkhealth spec_lsp` (health).
 
 local api = vim.api
 local config = require("spec_lsp.config")
+local cursor = require("spec_lsp.cursor")
 local lsp = require("spec_lsp.lsp")
 local status = require("spec_lsp.status")
 local suggestion = require("spec_lsp.suggestion")
@@ -40,6 +42,7 @@ local function on_attach(client, bufnr)
   suggestion.ui.attach(bufnr, client)
   suggestion.ui.enable(client, M.enabled)
   suggestion.map_keys(bufnr)
+  cursor.attach(bufnr, client)
   status.refresh(client)
 end
 
@@ -191,6 +194,7 @@ function M.setup(opts)
       local client = vim.lsp.get_client_by_id(ev.data.client_id)
       if client and client.name == lsp.name then
         suggestion.ui.detach(ev.buf)
+        cursor.detach(ev.buf)
       end
     end,
   })

@@ -15,6 +15,26 @@ return function(R, spec)
   R.observe("status", status)
   R.observe("filetype", vim.bo[bufnr].filetype)
 
+  -- Where the cursor rests, the server warms its prompt up (`spec-lsp/didMoveCursor`): two
+  -- rests, two more warm-ups than before them (opening the file may add one of its own).
+  local function warm_ups()
+    return R.request(client, "spec-lsp/stats").warmUp.started
+  end
+  local warm_before = warm_ups()
+  for _, move in ipairs({ "G", "gg" }) do
+    R.step("rest the cursor after " .. move)
+    local before = warm_ups()
+    R.feed(move)
+    local deadline = vim.uv.now() + 10000
+    while warm_ups() <= before do -- (no request inside R.wait's condition: it waits itself)
+      if vim.uv.now() > deadline then
+        error("no warm-up after the cursor rested at " .. move, 0)
+      end
+      R.sleep(100)
+    end
+  end
+  R.observe("cursor_warm_ups", warm_ups() - warm_before)
+
   --- Type `keys` (when given), then wait for ghost text; type `more` between tries if none comes.
   local function ghost_after(typed, more)
     if typed then
