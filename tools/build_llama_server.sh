@@ -2,22 +2,23 @@
 # Build llama.cpp's llama-server from the source that llama-cpp-python's sdist carries
 # (vendor/llama.cpp, MIT), into a cache folder outside the work tree; a second run reuses it.
 #
-# A native build (-DGGML_NATIVE=ON: every instruction this CPU has) goes into build-native and must
-# pass a smoke test (`--version` and a few greedy tokens on the bundled GGUF, under a timeout): a
-# -DGGML_NATIVE=ON build dies with SIGILL on some machines (on a Xeon with AMX in a Firecracker VM,
-# at its first AMX tile instruction, `tilezero` in ggml's AMX matmul). Where it fails, the
-# portable build (AVX2/FMA/F16C, no AVX-512) in build/ is used instead. The one that ran is linked as
-# $CACHE/llama-server (spec_lsp.benchmarks.llama_cpp.server_binary() looks there first) and
-# $CACHE/llama-server.build says which, in the line this script prints. The last line printed is the
-# binary's path. A cache moved to another CPU smoke-tests its native build again.
+# The strongest build that runs here is chosen, each one smoke-tested (`--version` and a few greedy
+# tokens on the bundled GGUF, under a timeout) before it is used:
+# 1. native (-DGGML_NATIVE=ON: every instruction this CPU has) in build-native;
+# 2. where the CPU has AMX and the native build failed: native without AMX (-mno-amx-tile
+#    -mno-amx-int8 -mno-amx-bf16; AVX-512/VNNI kept) in build-native-noamx. A -DGGML_NATIVE=ON
+#    build dies with SIGILL on some machines (on a Xeon with AMX in a Firecracker VM, at its first
+#    AMX tile instruction, `tilezero` in ggml's AMX matmul), while the same build without AMX runs;
+# 3. the portable build (AVX2/FMA/F16C, no AVX-512) in build/.
+# The one that ran is linked as $CACHE/llama-server (spec_lsp.benchmarks.llama_cpp.server_binary()
+# looks there first) and $CACHE/llama-server.build says which, in the line this script prints. The
+# last line printed is the binary's path. A cache moved to another CPU smoke-tests its builds again.
 set -euo pipefail
 PY=$(realpath -s "${PY:-.venv/bin/python}")  # -s: a venv's python stays the venv's
 CACHE=${SPEC_LSP_TOOLS:-$HOME/.cache/spec-lsp-tools}/llama.cpp
 PORTABLE=$CACHE/build/bin/llama-server
-NATIVE=$CACHE/build-native/bin/llama-server
 LINK=$CACHE/llama-server
 RECORD=$LINK.build
-FAILED=$CACHE/build-native/smoke-failed  # why the native build was given up on this CPU
 JOBS=${JOBS:-2}
 FEATURES='avx2|avx_vnni|avx512f|avx512_vnni|avx512_bf16|amx_int8'  # named in the build's record
 mkdir -p "$CACHE"
@@ -91,30 +92,47 @@ if [ -x "$LINK" ] && [ -f "$RECORD" ]; then
     echo "$LINK"
     exit 0
   fi
-  rm -f "$FAILED"
+  rm -f "$CACHE"/build-native*/smoke-failed
 fi
 
-why=""
-if [ -f "$FAILED" ] && [ "$(head -n1 "$FAILED")" = "$signature" ]; then
-  why=$(tail -n1 "$FAILED")
-else
+# FOLDER LABEL CMAKE-FLAGS...: select the build in $CACHE/FOLDER (exits) when it builds and passes
+# the smoke test; otherwise set $why, and remember it for this CPU in FOLDER/smoke-failed.
+try_native() {
+  local folder=$1 label=$2 dir=$CACHE/$1 flags
+  shift 2
+  local failed=$dir/smoke-failed
+  if [ -f "$failed" ] && [ "$(head -n1 "$failed")" = "$signature" ]; then
+    why=$(tail -n1 "$failed")
+    return 0
+  fi
   fetch_source
   # A native build is for the CPU it was built on: another CPU's is built again.
-  if [ "$(cat "$CACHE/build-native/cpu" 2>/dev/null)" != "$signature" ]; then
-    rm -rf "$CACHE/build-native"
+  if [ "$(cat "$dir/cpu" 2>/dev/null)" != "$signature" ]; then
+    rm -rf "$dir"
   fi
-  if [ -x "$NATIVE" ] || build build-native -DGGML_NATIVE=ON 2>"$CACHE/build-native.err"; then
-    echo "$signature" >"$CACHE/build-native/cpu"
-    if why=$(smoke "$NATIVE"); then
+  if [ -x "$dir/bin/llama-server" ] || build "$folder" "$@" 2>"$dir.err"; then
+    echo "$signature" >"$dir/cpu"
+    if why=$(smoke "$dir/bin/llama-server"); then
       flags=$( (grep -m1 '^flags' /proc/cpuinfo || true) | (grep -o -w -E "$FEATURES" || true) | tr '\n' ' ')
-      select_build "$NATIVE" "native build (-DGGML_NATIVE=ON on $cpu: ${flags% }; smoke test passed)"
+      select_build "$dir/bin/llama-server" "$label on $cpu: ${flags% }; smoke test passed)"
     fi
   else
-    why="the build failed: $( (grep -m1 -E '(error|Error)[: ]' "$CACHE/build-native.err" ||
-      tail -n1 "$CACHE/build-native.err") | cut -c1-300)"
+    why="the build failed: $( (grep -m1 -E '(error|Error)[: ]' "$dir.err" ||
+      tail -n1 "$dir.err") | cut -c1-300)"
   fi
-  mkdir -p "$CACHE/build-native"
-  printf '%s\n%s\n' "$signature" "$why" >"$FAILED"
+  mkdir -p "$dir"
+  printf '%s\n%s\n' "$signature" "$why" >"$failed"
+}
+
+why=""
+try_native build-native "native build (-DGGML_NATIVE=ON" -DGGML_NATIVE=ON
+native_why=$why
+if grep -q -w amx_tile /proc/cpuinfo 2>/dev/null; then
+  noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  try_native build-native-noamx \
+    "native build without AMX (-DGGML_NATIVE=ON $noamx; the full native build failed: $native_why;" \
+    -DGGML_NATIVE=ON "-DCMAKE_C_FLAGS=$noamx" "-DCMAKE_CXX_FLAGS=$noamx"
+  why="$native_why; without AMX: $why"
 fi
 
 fetch_source
@@ -122,8 +140,8 @@ if [ ! -x "$PORTABLE" ]; then
   build build -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_FMA=ON -DGGML_F16C=ON
 fi
 if ! portable_why=$(smoke "$PORTABLE"); then
-  rm -f "$FAILED"  # both failing says more about this environment than the native build
+  rm -f "$CACHE"/build-native*/smoke-failed  # all failing says more about this environment
   echo "llama-server: the portable build failed its smoke test too: $portable_why" >&2
   exit 1
 fi
-select_build "$PORTABLE" "portable AVX2 build (native build failed its smoke test: $why)"
+select_build "$PORTABLE" "portable AVX2 build (native build failed: $why)"
