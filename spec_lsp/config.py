@@ -166,6 +166,13 @@ SETTINGS: tuple[Setting, ...] = (
         maximum=60_000,
     ),
     Setting(
+        "next_edit",
+        True,
+        "answer `textDocument/copilotInlineEdit`: predict the next edit near the cursor from the "
+        "document's recent edits (the old text drafts the rewrite); false: every next-edit "
+        "request answers no edit",
+    ),
+    Setting(
         "exclude",
         (),
         "glob patterns of files that get no suggestions, matched against the document's path "
@@ -200,6 +207,7 @@ class Options:
     trust_remote_code: bool = _D["trust_remote_code"]
     prefetch: bool = _D["prefetch"]
     partial_ms: int = _D["partial_ms"]
+    next_edit: bool = _D["next_edit"]
     exclude: tuple[str, ...] = _D["exclude"]
     private_files: tuple[str, ...] = _D["private_files"]
 

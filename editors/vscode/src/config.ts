@@ -31,6 +31,7 @@ export const SERVER_KEYS = [
   "kvReuse",
   "prefetch",
   "partialMs",
+  "nextEdit",
   "exclude",
   "privateFiles",
 ] as const;
