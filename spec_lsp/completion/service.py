@@ -23,6 +23,7 @@ from collections.abc import Callable
 from spec_lsp.completion.anticipate import Anticipation
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
+from spec_lsp.completion.history import EditHistory
 from spec_lsp.completion.known import Known
 from spec_lsp.completion.live import Generations
 from spec_lsp.completion.neighbours import Neighbours, private, shareable
@@ -70,6 +71,10 @@ class CompletionService:
             lambda doc: self._serving(doc) and self.worker.capabilities.warm_up,
         )  # fmt: skip
         self._opened: str | None = None  # the document opened last
+        self.history = EditHistory()  # each document's recent edits (next edit's input)
+        # Called with a document's uri after each of its edits, and with None when a
+        # completion request arrives (next edit's work gives way to both).
+        self.listeners: list[Callable[[str | None], None]] = []
 
     # -- documents ----------------------------------------------------------------------------
     def did_open(self, uri: str, language_id: str, version: int, text: str) -> None:
@@ -102,24 +107,36 @@ class CompletionService:
         doc = self.docs.get(uri)
         if doc is None:
             return False
+        keep = not private(self.options, uri)  # `exclude` too: never a private file's edits
         for rng, text in changes:
+            before = doc.lines[:] if keep else []
             if rng is None:
                 doc.lines = text.split("\n")
                 self.syntax.replace(uri, text)
+                if keep:
+                    self.history.record_whole(uri, before, doc.lines)
                 continue
             start = doc.clamp(rng[0], rng[1], encoding)
             end = doc.clamp(rng[2], rng[3], encoding)
             doc.apply(start, end, text)
             self.syntax.apply_edit(uri, start, end, text)
+            if keep:
+                (r1, _), (r2, _) = sorted((start, end))
+                self.history.record(uri, before, r1, r2, doc.lines, text.count("\n"))
         doc.version = version
         if changes and changes[-1][0] is not None:
             row = changes[-1][0][0]  # type: ignore[index]
             self.neighbours.note(uri, doc.lines, row, doc.language_id)
         self.live.stop_unless_typed_through(uri, doc.text)
+        for listener in self.listeners:
+            listener(uri)
         return True
 
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)
+        self.history.forget(uri)
+        for listener in self.listeners:
+            listener(uri)
         self.syntax.close(uri)
         self.prefetch.forget(uri)
         self.neighbours.forget(uri)
@@ -176,6 +193,8 @@ class CompletionService:
         if doc is None:
             return None
         self.prefetch.preempt(uri, doc.text)  # a prefetch never holds the worker from a request
+        for listener in self.listeners:  # nor does next edit's work
+            listener(None)
         return self.arrivals.arrive(uri, doc.version)
 
     async def complete(

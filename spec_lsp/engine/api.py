@@ -83,6 +83,13 @@ class GenerationRequest:
     # lags the prompt catches up here, where a request (a prefetch too: the request after an
     # accept waits for it) leaves it aside unless that pays (`AdaptiveK.catch_up_pays`).
     idle: bool = False
+    # Texts the output is expected to copy, most likely first (a next edit's old region with its
+    # end marker, then text the user's recent edits inserted): the copy drafter proposes their
+    # continuation from where the output stands in them, before the method's own sources; the
+    # target verifies every token, so the output is the target's own. Such a request's KV is
+    # kept apart from the completions' (a rewrite never evicts a document's completion window),
+    # and it reports where the output departed from them (`GenerationResult.departures`).
+    reference: tuple[str, ...] = ()
 
 
 @dataclass
@@ -138,6 +145,10 @@ class GenerationResult:
     text: str
     token_ids: list[int] = field(default_factory=list)
     stats: GenerationStats = field(default_factory=GenerationStats)
+    # With a `reference`: each place where the target's token replaced a copied draft token, as
+    # (index in `token_ids`, the target's probability of its own token there): how sure the
+    # model was of each departure from the old text (a next edit's confidence).
+    departures: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def cancelled(self) -> bool:

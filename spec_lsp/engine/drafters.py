@@ -194,3 +194,77 @@ class HeadDrafter:
             state.crop(pairs)  # keep only pairs built from the target's true features
         probs = torch.stack(dists) if dists else None
         return Proposal(tokens, probs, self.name, steps)
+
+
+class CopyDrafter:
+    """Speculative edits: proposes the text a rewrite is expected to copy (a next edit's old
+    region, then other texts it may copy from), from where the output stands in it.
+
+    `references` are token lists; `start` is the prompt's length, so `context[start:]` is the
+    output so far. While the output follows a reference the drafter proposes that reference's
+    next k tokens (the common case: nothing to search). After a departure (the target wrote
+    something else) it re-synchronizes by finding the output's last n tokens in the references,
+    the longest n first (`SYNC_MAX` down to 1), preferring the occurrence nearest after where
+    the output last stood; a match of fewer than `SURE` tokens counts only a short way ahead of
+    that place (one token such as a newline occurs everywhere). No match: it proposes nothing
+    and the round decodes plainly (or the next source drafts)."""
+
+    name = "copy"
+    SYNC_MAX = 8
+    SURE = 3
+    NEAR = 24  # how far ahead of the last place a short match may re-synchronize
+
+    def __init__(self, references: list[list[int]], start: int) -> None:
+        self.refs = [r for r in references if r]
+        self.start = start
+        self._at = (0, 0)  # (reference, position): where the output stood after `_seen` tokens
+        self._seen = 0
+
+    def propose(
+        self,
+        context: list[int],
+        k: int,
+        draft_state: DraftState | None,
+        temperature: float,
+        generator: torch.Generator | None,
+    ) -> Proposal:
+        if not self.refs or k <= 0:
+            return Proposal([], None, self.name)
+        out = context[self.start :]
+        at = self._locate(out)
+        self._seen = len(out)
+        if at is None:
+            return Proposal([], None, self.name)
+        self._at = at
+        ref, pos = at
+        return Proposal(self.refs[ref][pos : pos + k], None, self.name)
+
+    def _locate(self, out: list[int]) -> tuple[int, int] | None:
+        ref, pos = self._at
+        new = out[self._seen :]
+        if self.refs[ref][pos : pos + len(new)] == new:  # followed the reference
+            return ref, pos + len(new)
+        best: tuple[int, int, int] | None = None  # (distance, reference, end of the match)
+        for n in range(min(self.SYNC_MAX, len(out)), 0, -1):
+            pattern = out[-n:]
+            for r, tokens in enumerate(self.refs):
+                for end in _ends(tokens, pattern):
+                    ahead = end - pos if r == ref else self.NEAR + end
+                    if n < self.SURE and not 0 <= ahead <= self.NEAR:
+                        continue
+                    distance = ahead if ahead >= 0 else 4 * -ahead  # behind: a repeat, rarer
+                    if best is None or distance < best[0]:
+                        best = (distance, r, end)
+            if best is not None:
+                return best[1], best[2]
+        return None
+
+
+def _ends(tokens: list[int], pattern: list[int]) -> list[int]:
+    """The end positions of every occurrence of `pattern` in `tokens`."""
+    n, first = len(pattern), pattern[0]
+    return [
+        i + n
+        for i in range(len(tokens) - n + 1)
+        if tokens[i] == first and tokens[i : i + n] == pattern
+    ]

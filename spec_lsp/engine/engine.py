@@ -29,6 +29,7 @@ from spec_lsp.engine.cache import (
     tokens_for_budget,
 )
 from spec_lsp.engine.drafters import (
+    CopyDrafter,
     Drafter,
     HeadDrafter,
     HeadDraftState,
@@ -38,34 +39,16 @@ from spec_lsp.engine.drafters import (
 from spec_lsp.engine.forward import Forwards
 from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
+from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine's knobs
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 from spec_lsp.engine.vocabulary import eos_ids
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class EngineOptions:
-    method: str = "ngram"  # default drafting method: off | ngram | draft | both
-    k: int = 6  # initial draft length
-    k_max: int = 12
-    ngram_max: int = 4
-    # A draft model's round stops under this top-1 probability (first token too): llama.cpp's
-    draft_min_confidence: float = 0.75  # --draft-p-min default, not measured on a real pair here
-    head_min_confidence: float = 0.5  # a feature head proposes nothing below this (first token too)
-    max_docs: int = 8  # cached documents (LRU)
-    max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
-    kv_budget_mb: float = 128.0  # memory for cached KV states across documents
-    context_tokens: int = 2048  # longest prompt kept (left-truncated)
-    # A long prefill runs in chunks (a cancellation check between them; the chunks done stay cached)
-    prefill_chunk: int = 128  # ~0.6 s each for the bundled target on this project's 2-core CPU
-    window_step: int = 256  # a prompt over context_tokens is cut in steps of this (`_window`)
-    verify_cost: tuple[float, ...] = ()  # [n - 1]: ms of a target pass over n tokens (measured)
-    # The draft gate (gate.py), only with a verify_cost:
-    draft_cost: float = 0.0  # ms of one draft step (0: timed when the engine starts)
-    min_gain: float = 1.1  # a source drafts while its expected speedup is at least this
-    backoff_tokens: int = 16  # plain tokens before probing again, doubled after each failed probe
-    backoff_max_tokens: int = 256
+# Copy drafts (`CopyDrafter`): a rewrite copies long stretches, so its draft length starts long
+# and grows to a verify pass of COPY_K_MAX + 1 rows (docs/benchmarks.md: the pass cost per row).
+COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 32
+REWRITE_DOCS = 2  # documents whose rewrite KV is kept
 
 
 @dataclass
@@ -77,6 +60,7 @@ class _Run:
     generated: list[int] = field(default_factory=list)
     text: str = ""
     done: bool = False
+    departures: list[tuple[int, float]] = field(default_factory=list)
 
 
 class SpecEngine(api.BackendBase):
@@ -108,6 +92,8 @@ class SpecEngine(api.BackendBase):
         self.vocab_limit: int | None = None  # random weights: a vocabulary under the tokenizer's
         max_tokens = self.options.max_cached_tokens or tokens_for_budget(self, self.options)
         self.docs = DocumentStates(self.options.max_docs, max_tokens)
+        # Rewrites (requests with a `reference`) keep their KV apart, one document's window.
+        self.rewrites = DocumentStates(REWRITE_DOCS, self.options.context_tokens + 256)
         self._ngram = NgramDrafter(self.options.ngram_max)
         self._model_drafter: ModelDrafter | HeadDrafter = (
             HeadDrafter(self.options.head_min_confidence)
@@ -125,6 +111,7 @@ class SpecEngine(api.BackendBase):
 
     def forget(self, doc_id: str) -> None:
         self.docs.forget(doc_id)
+        self.rewrites.forget(doc_id)
         self.gates.forget(doc_id)
 
     def encode(self, text: str) -> list[int]:
@@ -163,13 +150,16 @@ class SpecEngine(api.BackendBase):
             self._decode(run, state, prompt, method, generator)
         finally:
             if request.doc_id is not None and request.reuse_kv:
-                self.docs.evict(keep=request.doc_id)
+                self._store(request).evict(keep=request.doc_id)
         stats.total_ms = (time.perf_counter() - t0) * 1000
         decode_s = (stats.total_ms - stats.prefill_ms) / 1000
         stats.tokens_per_s = stats.generated_tokens / decode_s if decode_s > 0 else 0.0
-        return GenerationResult(run.text, run.generated, stats)
+        return GenerationResult(run.text, run.generated, stats, run.departures)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _store(self, request: GenerationRequest) -> DocumentStates:
+        return self.rewrites if request.reference else self.docs
 
     def _window(self, ids: list[int]) -> list[int]:
         """The last `context_tokens` of a prompt, cut in steps of `window_step` tokens: a cut
@@ -193,10 +183,11 @@ class SpecEngine(api.BackendBase):
         if request.doc_id is None or not request.reuse_kv:
             target = ModelState(self.forwards.target, features)
             return DocState(target, self._draft_state(target) if drafting else None)
-        state = self.docs.get(request.doc_id)
+        store = self._store(request)
+        state = store.get(request.doc_id)
         if state is None:
             state = DocState(ModelState(self.forwards.target, features), None)
-            self.docs.put(request.doc_id, state)
+            store.put(request.doc_id, state)
         if drafting and state.draft is None:
             state.draft = self._draft_state(state.target)
         return state
@@ -211,6 +202,10 @@ class SpecEngine(api.BackendBase):
     ) -> None:
         """Prefill, then speculative steps until a stop condition or cancellation."""
         sources = self._sources(run.request.doc_id, method)
+        if run.request.reference and method != "off":  # copy drafts first (speculative edits)
+            refs = [self.encode(text) for text in run.request.reference]
+            copy = AdaptiveK(COPY_K, COPY_K_MIN, COPY_K_MAX)  # no curve: grows while it copies
+            sources.insert(0, (CopyDrafter(refs, len(prompt)), copy))
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
         if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
             # A draft whose KV lags the prompt sits a request out unless catching up pays.
@@ -286,6 +281,9 @@ class SpecEngine(api.BackendBase):
             accepted, emitted = rejection_accept(drafts, rnd.probs, probs, generator)
         else:
             accepted, emitted = greedy_accept(drafts, logits)
+        if accepted < len(drafts) and rnd.proposal is not None and rnd.proposal.source == "copy":
+            p = torch.softmax(logits[accepted].float(), dim=-1)[emitted[-1]]  # [V] -> the token's
+            run.departures.append((len(run.generated) + accepted, float(p)))
         record(stats, rnd, accepted, len(emitted))  # feeds the gate back, counts the round
         return emitted
 

@@ -1,0 +1,141 @@
+"""Edit history: each open document's recent edits, coalesced into hunks as a person makes them.
+
+A `Hunk` is a run of whole lines before and after an edit, placed at its first line in the
+document as it is now. Each `didChange` content change is recorded with the lines it touched
+before it was applied (`EditHistory.record`): a change that touches the lines of the document's
+latest hunk, or the line next to them, within `BURST_S` of it, is the same hunk (a burst of typing
+on one line is one hunk, and so is a line typed, then a line below it); any other change starts a
+new one. A hunk whose text ends as it began (typed, then deleted) is dropped. Hunks below a change
+move with the lines it added or removed.
+
+Bounded: `MAX_HUNKS` hunks per document, `MAX_HUNK_CHARS` characters of each side of a hunk (a
+longer side is kept as its first lines), `MAX_DOCS` documents; a document's history is forgotten
+on close. The caller never records a file that `privateFiles`/`exclude` names (the service checks).
+
+This is the input of next edit (`spec_lsp.nextedit`), rendered as unified diffs (`Hunk.diff`),
+and is available to completion prompts. It knows nothing of LSP, prompts or models.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+BURST_S = 30.0  # a change this soon after the latest hunk, next to it, extends it
+MAX_HUNKS = 16
+MAX_HUNK_CHARS = 2000
+MAX_DOCS = 64
+MAX_FULL_DIFF_LINES = 5000  # a whole-text change of a longer document is recorded as nothing
+
+
+@dataclass
+class Hunk:
+    start: int  # first line of `new` in the document now (0-based)
+    old: list[str]  # the lines before the edit
+    new: list[str]  # the lines after it
+    at: float = 0.0  # when it last changed (the history's clock)
+
+    @property
+    def end(self) -> int:
+        """One past the last line of `new` in the document now."""
+        return self.start + len(self.new)
+
+    def touches(self, first: int, last: int) -> bool:
+        """Whether lines first..last (of the document before a change) touch or adjoin it."""
+        return first <= max(self.end, self.start + 1) and last >= self.start - 1
+
+    def diff(self, path: str = "") -> str:
+        """The hunk as a unified diff, without file headers unless `path` is given."""
+        head = f"--- a/{path}\n+++ b/{path}\n" if path else ""
+        old_start = self.start + 1 if self.old else self.start
+        new_start = self.start + 1 if self.new else self.start
+        lines = [f"@@ -{old_start},{len(self.old)} +{new_start},{len(self.new)} @@"]
+        lines += ["-" + line for line in self.old] + ["+" + line for line in self.new]
+        return head + "\n".join(lines) + "\n"
+
+
+def _bounded(lines: list[str]) -> list[str]:
+    """The first lines of `lines` within MAX_HUNK_CHARS characters (at least one, cut)."""
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        size += len(line) + 1
+        if size > MAX_HUNK_CHARS:
+            if not out:
+                out.append(line[:MAX_HUNK_CHARS])
+            break
+        out.append(line)
+    return out
+
+
+@dataclass
+class _Doc:
+    hunks: list[Hunk] = field(default_factory=list)
+
+
+class EditHistory:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._docs: OrderedDict[str, _Doc] = OrderedDict()
+
+    def hunks(self, uri: str) -> list[Hunk]:
+        """The document's hunks, oldest first (a copy of the list)."""
+        doc = self._docs.get(uri)
+        return list(doc.hunks) if doc is not None else []
+
+    def last(self, uri: str) -> Hunk | None:
+        doc = self._docs.get(uri)
+        return doc.hunks[-1] if doc is not None and doc.hunks else None
+
+    def forget(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+
+    def record(
+        self, uri: str, before: list[str], first: int, last: int, after: list[str], added: int
+    ) -> None:
+        """A change replaced lines `first..last` of `before` (the document's lines before it) by
+        `added` + 1 lines, starting at `first` of `after` (its lines once applied)."""
+        old = before[first : last + 1]
+        new = after[first : first + added + 1]
+        delta = added + 1 - (last - first + 1)
+        doc = self._docs.pop(uri, None) or _Doc()
+        self._docs[uri] = doc
+        while len(self._docs) > MAX_DOCS:
+            self._docs.popitem(last=False)
+        now = self.clock()
+        latest = doc.hunks[-1] if doc.hunks else None
+        if latest is not None and now - latest.at <= BURST_S and latest.touches(first, last):
+            doc.hunks.pop()
+            lo, hi = min(first, latest.start), max(last, latest.end - 1)
+            # In `before`, the latest hunk's lines are its `new`: widen its `old` by the lines
+            # this change touched around it, then take the union's lines from `after`.
+            head = before[lo : latest.start]
+            tail = before[latest.end : hi + 1] if hi >= latest.end else []
+            old = head + latest.old + tail
+            new = after[lo : hi + 1 + delta]
+            first = lo
+        else:
+            latest = None
+        for hunk in doc.hunks:  # older hunks below the change move with its lines
+            if hunk.start > last:
+                hunk.start += delta
+        if old != new:
+            doc.hunks.append(Hunk(first, _bounded(old), _bounded(new), now))
+        del doc.hunks[:-MAX_HUNKS]
+
+    def record_whole(self, uri: str, before: list[str], after: list[str]) -> None:
+        """A change that replaced the whole text: its line hunks, from a diff (nothing for a
+        document over MAX_FULL_DIFF_LINES lines)."""
+        if max(len(before), len(after)) > MAX_FULL_DIFF_LINES:
+            return
+        matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+        doc = self._docs.pop(uri, None) or _Doc()
+        self._docs[uri] = doc
+        now = self.clock()
+        for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+            if tag != "equal":
+                doc.hunks.append(Hunk(b1, _bounded(before[a1:a2]), _bounded(after[b1:b2]), now))
+        del doc.hunks[:-MAX_HUNKS]
