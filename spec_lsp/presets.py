@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 MODELS_DIR = Path(__file__).resolve().parent / "models"  # the presets shipped in the package
 USER_MODELS_ENV = "SPEC_LSP_MODELS"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
+# Next-edit prompt formats (`spec_lsp.nextedit.formats`); "none": the preset predicts no next edit.
+NEXT_EDIT_FORMATS = ("none", "qwen-chat", "sweep", "zeta")
 
 
 class PresetError(ValueError):
@@ -46,6 +48,7 @@ class Preset:
     draft: str | None = None
     method: str = "ngram"
     fim: str = "none"
+    next_edit: str = "none"  # the next-edit prompt format (NEXT_EDIT_FORMATS)
     context_tokens: int = 2048
     # The draft's output layer scores only the first `draft_vocab` token ids and the special
     # tokens (`engine.draft_vocab`); 0: the whole vocabulary.
@@ -131,12 +134,9 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
     target = text("target")
     if not target:
         raise PresetError(f"preset {name!r} has no target")
-    method = text("method", "ngram") or "ngram"
-    fim = text("fim", "none") or "none"
-    if method not in METHODS:
-        raise PresetError(f"preset {name!r}: method must be one of {', '.join(METHODS)}")
-    if fim not in FIM_FAMILIES:
-        raise PresetError(f"preset {name!r}: fim must be one of {', '.join(FIM_FAMILIES)}")
+    method = _choice(name, "method", text("method", "ngram") or "ngram", METHODS)
+    fim = _choice(name, "fim", text("fim", "none") or "none", FIM_FAMILIES)
+    next_edit = _choice(name, "next_edit", text("next_edit", "none") or "none", NEXT_EDIT_FORMATS)
     dtype = data.get("dtype", {})
     if not isinstance(dtype, dict):
         raise PresetError(f"preset {name!r}: dtype must be a table")
@@ -162,6 +162,7 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         draft=text("draft"),
         method=method,
         fim=fim,
+        next_edit=next_edit,
         context_tokens=int(str(data.get("context_tokens", 2048))),
         draft_vocab=draft_vocab,
         dtype={"cpu": "float32", "cuda": "bfloat16", **{str(k): str(v) for k, v in dtype.items()}},
@@ -174,6 +175,12 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
         path=path,
         backend=_backend(name, data.get("backend"), fim),
     )
+
+
+def _choice(name: str, key: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise PresetError(f"preset {name!r}: {key} must be one of {', '.join(allowed)}")
+    return value
 
 
 def _backend(name: str, table: object, fim: str) -> RemoteSpec | None:
@@ -196,6 +203,7 @@ TINY = Preset(
     draft="builtin:tiny-draft",
     method="both",
     fim="none",
+    next_edit="qwen-chat",
     context_tokens=512,
     description="Seeded random-weight pair built in memory, for tests (gibberish, fast).",
 )

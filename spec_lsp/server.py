@@ -42,6 +42,8 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from spec_lsp.completion import Arrival, CompletionService, Suggestion
 from spec_lsp.config import MODEL_FIELDS, Options, camel, merge, settings_section
+from spec_lsp.nextedit import wire as edit_wire
+from spec_lsp.nextedit.service import NextEdits
 from spec_lsp.transport import Connection, serve_clients
 from spec_lsp.trust import client_preset_refusal, leave_workspace
 from spec_lsp.wire import serve_stream
@@ -124,6 +126,17 @@ class SpecProtocol(LanguageServerProtocol):
                 ARRIVAL.set(service.arrive(uri))
         super()._handle_request(msg_id, method_name, params)
 
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        """pygls' initialize, with next edit advertised under `experimental` (Copilot's clients
+        do not look for it; others may)."""
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"copilotInlineEdit": True, "nextEdit": {
+            "method": edit_wire.METHOD, "didShow": edit_wire.DID_SHOW,
+            "didReject": edit_wire.DID_REJECT, "acceptCommand": edit_wire.ACCEPT_COMMAND,
+        }}  # fmt: skip
+        return result
+
     # The service keeps the documents. pygls' own copy (its workspace) is skipped: it doubled
     # the memory of every document, and it rewrote a change's range in place before our handler
     # saw it (a position past the end of the last line became its length minus one).
@@ -165,6 +178,7 @@ class SpecServer(LanguageServer):
         self.options = Options(preset=preset, device=device)
         self.loader = loader or engine_loader
         self.service: CompletionService | None = None
+        self.next_edits: NextEdits | None = None
         self.worker: InferenceWorker | None = None
         self.pending_warnings: list[str] = []
         self.exit_code = 0
@@ -461,6 +475,7 @@ def build_server(
         if ls.worker is None:  # a shared server's next session keeps the worker and its models
             ls.worker = InferenceWorker(asyncio.get_running_loop())
         ls.service = CompletionService(ls.worker, ls.options)
+        ls.next_edits = NextEdits(ls.service)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: SpecServer, params: types.InitializedParams) -> None:
@@ -579,13 +594,41 @@ def build_server(
         version = version if isinstance(version, int) and not isinstance(version, bool) else None
         ls.service.did_move_cursor(uri, version, line, char, ls.encoding)
 
+    @server.feature(edit_wire.METHOD)
+    async def text_document_copilot_inline_edit(ls: SpecServer, params: Any) -> dict[str, Any]:
+        request = edit_wire.parse_request(params)
+        if request is None:
+            raise JsonRpcInvalidParams(
+                f"{edit_wire.METHOD} needs textDocument.uri, textDocument.version and position"
+            )
+        return {"edits": await _next_edits(ls, request)}
+
+    @server.feature(edit_wire.DID_SHOW)
+    def text_document_did_show_inline_edit(ls: SpecServer, params: Any) -> None:
+        if ls.next_edits is not None and (sid := edit_wire.edit_id(params)) is not None:
+            ls.next_edits.did_show(sid)
+
+    @server.feature(edit_wire.DID_REJECT)
+    def spec_lsp_did_reject_inline_edit(ls: SpecServer, params: Any) -> None:
+        if ls.next_edits is not None and (sid := edit_wire.edit_id(params)) is not None:
+            ls.next_edits.did_reject(sid)
+
+    @server.command(edit_wire.ACCEPT_COMMAND)
+    def did_accept_inline_edit(ls: SpecServer, *args: Any) -> None:
+        sid = edit_wire.edit_id(args[0]) if args else None
+        if ls.next_edits is not None and sid is not None:
+            ls.next_edits.did_accept(sid)
+
     @server.feature(STATS)
     def spec_lsp_stats(ls: SpecServer, params: Any) -> dict[str, Any]:
         if ls.service is None:
             raise JsonRpcInvalidParams("spec-lsp/stats before initialize")
         status = ls.status()
         model = {k: status[k] for k in ("preset", "device", "state", "forward", "kernels")}
-        return ls.service.stats_wire(model)
+        out = ls.service.stats_wire(model)
+        if ls.next_edits is not None:
+            out["nextEdit"] = ls.next_edits.stats.to_wire()
+        return out
 
     @server.feature(STATUS)
     def spec_lsp_status(ls: SpecServer, params: Any) -> dict[str, Any]:
@@ -612,6 +655,22 @@ def build_server(
         timer.start()
 
     return server
+
+
+async def _next_edits(ls: SpecServer, request: edit_wire.EditRequest) -> list[dict[str, Any]]:
+    """The next edit at the request's position, as Copilot's clients read it ([] for none)."""
+    uri = request.uri
+    service, next_edits = ls.service, ls.next_edits
+    if service is None or next_edits is None or ls.options.excluded(uris.to_fs_path(uri) or uri):
+        return []
+    doc = service.docs.get(uri)
+    pos = None if doc is None else doc.position(request.line, request.character, ls.encoding)
+    if doc is None or pos is None:
+        return []
+    found = await next_edits.suggest(uri, request.version, *pos)
+    if found is None or service.docs.get(uri) is not doc or doc.version != found.version:
+        return []
+    return [edit_wire.to_wire(found, doc, ls.encoding)]
 
 
 async def _complete(

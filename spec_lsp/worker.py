@@ -55,6 +55,7 @@ class ModelInfo:
     target: str = ""
     draft: str | None = None
     fim: str = "none"
+    next_edit: str = "none"  # the next-edit prompt format (`nextedit.formats`)
     context_tokens: int = 2048
     forward: str | None = None  # "lean" or "transformers" (a local engine's)
     kernels: str | None = None  # "native-amx", "-avx512", "-vnni", "-avx2", "-plain", "torch"
@@ -69,6 +70,7 @@ class ModelInfo:
             target=preset.target,
             draft=preset.draft,
             fim=preset.fim,
+            next_edit=preset.next_edit,
             context_tokens=preset.context_tokens,
             forward=forward,
             kernels=kernels,

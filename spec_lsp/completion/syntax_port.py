@@ -147,6 +147,15 @@ class SyntaxPort:
         # never raises.
         return cutter if cutter is not None else cutter_for("", prefix, suffix)
 
+    def region(self, uri: str, first: int, last: int, reach: int) -> tuple[int, int]:
+        """Lines first..last of a next edit's region, widened to syntax boundaries within
+        `reach` lines; as given where there is no tree."""
+        self._ensure(uri)
+        if uri in self._unparsed:
+            return first, last
+        found = self._guard("region", lambda: self._svc.region(uri, first, last, reach))
+        return found if found is not None else (first, last)
+
     def context(self, uri: str, row: int, col: int) -> str:
         """Declarations and headers around the cursor for the prompt ("" when none)."""
         self._ensure(uri)

@@ -103,6 +103,7 @@ class GenerationStats:
     verify_ms: float = 0.0
     total_ms: float = 0.0
     target_forwards: int = 0
+    prefill_forwards: int = 0  # of those, the prompt's (the rest decoded: one token or a verify)
     proposed_tokens: int = 0
     accepted_tokens: int = 0
     rejections: int = 0  # draft rounds that ended on a rejected token

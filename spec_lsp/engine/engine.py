@@ -239,12 +239,14 @@ class SpecEngine(api.BackendBase):
             done += chunk
             state.target.advance(prompt[:done], keep=1)
             stats.target_forwards += 1
+            stats.prefill_forwards += 1
             if self._cancelled(run):
                 stats.prefill_ms = (time.perf_counter() - t) * 1000
                 stats.prefilled_tokens = done - reused
                 return None
         adv = state.target.advance(prompt, keep=1)
         stats.target_forwards += 1
+        stats.prefill_forwards += 1
         # A draft model's KV for the prompt: prefill too, in chunks that a cancel stops.
         draft = state.draft if isinstance(state.draft, ModelState) and drafting else None
         ready = draft is None or advance_chunked(draft, prompt, chunk, lambda: self._cancelled(run))

@@ -16,6 +16,7 @@ from spec_lsp.syntax.context import build_context
 from spec_lsp.syntax.cutter import Cutter, plain_cutter
 from spec_lsp.syntax.document import ParsedDocument
 from spec_lsp.syntax.languages import spec_for
+from spec_lsp.syntax.region import snap_rows
 from spec_lsp.syntax.trim import Trimmer
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,15 @@ class SyntaxService:
                 log.exception("syntax rules failed at %s:%d:%d", uri, row, col)
                 return fallback
             return Cutter(trimmer, self._lock, fallback=fallback)
+
+    def region(self, uri: str, first: int, last: int, reach: int) -> tuple[int, int]:
+        """Lines first..last widened to syntax boundaries within `reach` lines (`region.py`);
+        as given for an unknown document or one without a grammar."""
+        with self._lock:
+            doc = self._docs.get(uri)
+            if doc is None or doc.tree is None:
+                return first, last
+            return snap_rows(doc.tree, first, last, reach)
 
     def context(self, uri: str, row: int, col: int) -> str:
         with self._lock:

@@ -1,0 +1,105 @@
+"""From a region's old and new lines to the smallest edits of the document, and which to show.
+
+`region_edits` diffs the lines (difflib), then trims each changed block to the characters that
+differ (common start and end), so an edit replaces `self.count` -> `self.total` as the word, not
+the line; a block of lines removed is one edit whose text is empty, lines added one whose range is
+empty. `reverts` tells an edit that would undo one of the user's own recent edits (a model
+"fixing" code the user just changed back to what it was): such an edit is never shown. `choose`
+picks the edit to show: the first at or below the cursor's line, else the nearest above.
+Positions are (row, col) in characters of the document's lines. Knows nothing of LSP or models.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from spec_lsp.completion.history import Hunk
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: tuple[int, int]
+    end: tuple[int, int]
+    text: str
+
+    def apply(self, lines: list[str]) -> list[str]:
+        """`lines` with this edit made (a new list)."""
+        (r1, c1), (r2, c2) = self.start, self.end
+        out = lines[:r1] + (lines[r1][:c1] + self.text + lines[r2][c2:]).split("\n")
+        return out + lines[r2 + 1 :]
+
+
+def _offset_to_pos(lines: list[str], first: int, offset: int) -> tuple[int, int]:
+    """The (row, col) of character `offset` in `lines` joined by newlines, rows from `first`."""
+    for i, line in enumerate(lines):
+        if offset <= len(line):
+            return first + i, offset
+        offset -= len(line) + 1
+    return first + len(lines) - 1, len(lines[-1]) if lines else 0
+
+
+def _trimmed(doc: list[str], row: int, old: list[str], new: list[str]) -> Edit | None:
+    """The edit replacing whole lines `old` (at document line `row`) by `new`, trimmed to the
+    characters that differ."""
+    if not old:  # an insertion of whole lines before `row`
+        if row < len(doc):
+            return Edit((row, 0), (row, 0), "".join(line + "\n" for line in new))
+        last = len(doc) - 1
+        return Edit((last, len(doc[last])), (last, len(doc[last])), "".join("\n" + s for s in new))
+    a, b = "\n".join(old), "\n".join(new)
+    if not new:  # whole lines removed, with their line break
+        end_row = row + len(old)
+        if end_row < len(doc):
+            return Edit((row, 0), (end_row, 0), "")
+        if row == 0:
+            return Edit((0, 0), (end_row - 1, len(doc[end_row - 1])), "")
+        return Edit((row - 1, len(doc[row - 1])), (end_row - 1, len(doc[end_row - 1])), "")
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < min(len(a), len(b)) - p and a[-1 - s] == b[-1 - s]:
+        s += 1
+    if p == len(a) == len(b):
+        return None
+    start = _offset_to_pos(old, row, p)
+    end = _offset_to_pos(old, row, len(a) - s)
+    return Edit(start, end, b[p : len(b) - s])
+
+
+def region_edits(doc: list[str], first: int, old: list[str], new: list[str]) -> list[Edit]:
+    """The edits that turn the region `old` (document lines from `first`) into `new`, in
+    document order."""
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    edits = []
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        edit = _trimmed(doc, first + a1, old[a1:a2], new[b1:b2])
+        if edit is not None:
+            edits.append(edit)
+    return edits
+
+
+def reverts(edit: Edit, doc: list[str], hunks: list[Hunk]) -> bool:
+    """Whether making `edit` puts back the old text of one of the user's recent hunks."""
+    after = edit.apply(doc)
+    delta = len(after) - len(doc)
+    for hunk in hunks[-3:]:
+        if hunk.old == hunk.new or doc[hunk.start : hunk.end] != hunk.new:
+            continue
+        if edit.end[0] < hunk.start - 1 or edit.start[0] > hunk.end:
+            continue  # away from the hunk: it cannot be undone by this edit
+        window = after[hunk.start : hunk.start + len(hunk.old)]
+        if window == hunk.old and delta == len(hunk.old) - len(hunk.new):
+            return True
+    return False
+
+
+def choose(edits: list[Edit], row: int) -> Edit | None:
+    """The edit to show for a cursor on `row`: the first at or below it, else the last above."""
+    below = [e for e in edits if e.end[0] >= row]
+    if below:
+        return below[0]
+    return edits[-1] if edits else None

@@ -1,0 +1,61 @@
+"""The editable region of a next edit, and the file's lines shown around it.
+
+The region is `SPAN` lines above and below the cursor's line; widened to take in the latest edit's
+lines and one line either side when that edit is within `NEAR` lines (its neighbourhood is where
+the next edit most often is); then moved to syntax boundaries (`snap`: the syntax layer widens a
+side that cuts through a statement, by `REACH` lines at most); `MAX_LINES` lines at most, kept
+around the cursor. Around it the prompt shows up to `ABOVE` lines before and `BELOW` after, and
+`CONTEXT_CHARS` characters on each side. Pure functions of lines and rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spec_lsp.completion.history import Hunk
+
+SPAN = 10
+NEAR = 30
+REACH = 6
+MAX_LINES = 40
+ABOVE, BELOW = 60, 30
+CONTEXT_CHARS = 3000
+
+Snap = Callable[[str, int, int, int], "tuple[int, int]"]  # (uri, first, last, reach) -> rows
+
+
+def editable_region(
+    lines: list[str], row: int, last: Hunk | None, snap: Snap | None = None, uri: str = ""
+) -> tuple[int, int]:
+    """(first, last) line of the region for a cursor on `row` (inclusive)."""
+    end = len(lines) - 1
+    first, final = max(0, row - SPAN), min(end, row + SPAN)
+    if last is not None and abs(last.start - row) <= NEAR:
+        first = max(0, min(first, last.start - 1))
+        final = min(end, max(final, last.end))
+    if snap is not None:
+        first, final = snap(uri, first, final, REACH)
+        first, final = max(0, first), min(end, final)
+    if final - first + 1 > MAX_LINES:  # keep the cursor's neighbourhood
+        first = max(first, min(row - MAX_LINES // 2, final - MAX_LINES + 1))
+        final = first + MAX_LINES - 1
+    return first, final
+
+
+def context_lines(lines: list[str], first: int, last: int) -> tuple[list[str], list[str]]:
+    """The lines shown above and below a region, bounded in count and characters."""
+    above: list[str] = []
+    size = 0
+    for line in reversed(lines[max(0, first - ABOVE) : first]):
+        size += len(line) + 1
+        if size > CONTEXT_CHARS:
+            break
+        above.append(line)
+    below: list[str] = []
+    size = 0
+    for line in lines[last + 1 : last + 1 + BELOW]:
+        size += len(line) + 1
+        if size > CONTEXT_CHARS:
+            break
+        below.append(line)
+    return above[::-1], below
