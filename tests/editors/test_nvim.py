@@ -757,3 +757,264 @@ def test_help_file_builds_tags_without_errors(tmp_path: Path) -> None:
     tags = (doc / "tags").read_text() if (doc / "tags").exists() else ""
     errors = proc.stderr + proc.stdout  # helptags reports E154 etc. here, exit code stays 0
     assert "E1" not in errors and "spec_lsp-keys" in tags and ":SpecLspRecord" in tags, errors
+
+
+# --- next edit suggestions (textDocument/copilotInlineEdit) ---
+
+GEOMETRY = (
+    "def area(width, height):\n"
+    "    return width * height\n"
+    "\n"
+    "def perimeter(width, height):\n"
+    "    return 2 * (width + height)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def nextedit_mock_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
+    """The plugin's side against an in-process stand-in for the server (no model, no process)."""
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    tmp = tmp_path_factory.mktemp("nvim-nextedit-mock")
+    source = tmp / "geometry.py"
+    source.write_text(GEOMETRY)
+    return run_nvim(tmp, "nextedit_mock", None, file=str(source), idle_ms=150, timeout_ms=120_000)
+
+
+def edit_marks_on(marks: list[dict[str, Any]], row: int) -> list[dict[str, Any]]:
+    return [m for m in marks if m["row"] == row]
+
+
+@needs_nvim
+def test_nextedit_mock_scenario_runs_every_step_without_error(nextedit_mock_run: NvimRun) -> None:
+    run = nextedit_mock_run
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+    assert run.obs("config") == {
+        "enabled": True,
+        "idle_ms": 150,
+        "in_insert": False,
+        "accept": "<Tab>",
+        "dismiss": "<Esc>",
+    }, run.explain("setup{} did not merge next_edit over its defaults")
+
+
+@needs_nvim
+def test_nextedit_asks_once_per_change_with_the_buffer_version_and_draws_the_answer(
+    nextedit_mock_run: NvimRun,
+) -> None:
+    run = nextedit_mock_run
+    shown = run.obs("shown")
+    request = shown["request"]
+    assert shown["new_requests"] == 1, run.explain(f"{shown['new_requests']} requests, not 1")
+    assert (
+        request["textDocument"]
+        == {
+            "uri": shown["uri"],
+            "version": shown["buf_version"],
+        }
+        and request["position"]["line"] == 0
+    ), run.explain(str(request))
+    # The stand-in answers `width` (line 1, UTF-16 11-16) -> `w`: the old text highlighted, the
+    # new text inline after it.
+    marks = edit_marks_on(shown["marks"], 1)
+    delete = [m for m in marks if m.get("hl") == "SpecLspNextEditDelete"]
+    insert = [m for m in marks if m.get("virt_text")]
+    assert len(delete) == 1 and (delete[0]["col"], delete[0].get("end_col")) == (11, 16), (
+        run.explain(str(marks))
+    )
+    assert len(insert) == 1 and insert[0]["virt_text"] == "w", run.explain(str(marks))
+    assert insert[0].get("virt_hl") == "SpecLspNextEditInsert" and insert[0]["col"] == 16
+    assert shown["visible"] and shown["shows"] and shown["shows"][-1]["item"] == shown["current"]
+
+
+@needs_nvim
+def test_nextedit_tab_jumps_then_accepts_runs_the_command_and_asks_again(
+    nextedit_mock_run: NvimRun,
+) -> None:
+    run = nextedit_mock_run
+    jump = run.obs("jump")
+    assert jump["cursor"] == [2, 11] and jump["lines"][1] == "    return width * height", (
+        run.explain(f"the first <Tab> did not just jump: {jump}")
+    )
+    accept = run.obs("accept")
+    assert accept["lines"][1] == "    return w * height", run.explain(str(accept["lines"]))
+    assert accept["lines"][0] == "def area(w, height):" and accept["lines"][3:] == [
+        "def perimeter(width, height):",
+        "    return 2 * (width + height)",
+    ], run.explain(str(accept["lines"]))
+    commands = accept["commands"]
+    assert len(commands) == 1 and commands[0]["command"] == "spec-lsp.didAcceptInlineEdit", (
+        run.explain(str(commands))
+    )
+    assert commands[0]["arguments"] == [
+        {"id": run.obs("shown")["current"]["command"]["arguments"][0]["id"]}
+    ]
+    assert accept["new_requests"] >= 1 and edit_marks_on(accept["marks"], 3), run.explain(
+        f"no next edit after the accept: {accept}"
+    )
+
+
+@needs_nvim
+def test_nextedit_dismiss_key_clears_it_reports_it_and_asks_nothing_until_a_change(
+    nextedit_mock_run: NvimRun,
+) -> None:
+    run = nextedit_mock_run
+    dismiss = run.obs("dismiss")
+    assert dismiss["lines_kept"] and not dismiss["visible"], run.explain(str(dismiss))
+    rejects = dismiss["rejects"] or []
+    assert rejects and set(rejects[-1]) == {"id"}, run.explain(str(rejects))
+    assert dismiss["new_requests"] == 0, run.explain(str(dismiss))
+
+
+@needs_nvim
+def test_nextedit_drops_stale_and_superseded_answers_and_clears_on_any_change(
+    nextedit_mock_run: NvimRun,
+) -> None:
+    run = nextedit_mock_run
+    stale = run.obs("stale")
+    assert stale == {"marks": [], "visible": False}, run.explain(f"a stale answer shown: {stale}")
+    supersede = run.obs("supersede")
+    assert supersede["first"] in supersede["cancels"], run.explain(str(supersede))
+    assert supersede["shown_version"] == supersede["buf_version"], run.explain(str(supersede))
+    assert run.obs("cleared_by_change") == {"marks": 0, "visible": False}, run.explain(
+        "not cleared"
+    )
+
+
+@needs_nvim
+def test_nextedit_off_stops_requests_and_tab_falls_through_when_nothing_is_shown(
+    nextedit_mock_run: NvimRun,
+) -> None:
+    run = nextedit_mock_run
+    off = run.obs("off")
+    assert off == {"new_requests": 0, "marks": 0, "enabled": False}, run.explain(str(off))
+    assert run.obs("tab_jumplist") is True, run.explain("normal <Tab> is not <C-i> any more")
+    got = inserted_at_cursor(run.obs("insert_tab"))
+    assert got is not None and got != "" and got.strip() == "", run.explain(
+        f"insert-mode <Tab> with nothing shown inserted {got!r}"
+    )
+    on = run.obs("on")
+    assert on["enabled"] is True and on["new_requests"] >= 1, run.explain(str(on))
+
+
+@needs_nvim
+def test_nextedit_asks_nothing_while_ghost_text_is_shown(nextedit_mock_run: NvimRun) -> None:
+    run = nextedit_mock_run
+    ghost = run.obs("ghost")
+    assert ghost == {"asked": False, "new_requests": 0, "suggestion_visible": True}, run.explain(
+        str(ghost)
+    )
+
+
+@pytest.fixture(scope="module")
+def nextedit_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NvimRun]:
+    """The real server with the deterministic fake next-edit model (a rename carried through)."""
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    fake_rewriter = pytest.importorskip("tests.nextedit.fake_rewriter")
+    tmp = tmp_path_factory.mktemp("nvim-nextedit")
+    source = tmp / "geometry.py"
+    source.write_text(GEOMETRY)
+    fake = fake_rewriter.FakeRewriter()
+    try:
+        preset = fake.write_preset(tmp)
+        setup = {"cmd": serve(tmp, str(preset))}
+        yield run_nvim(
+            tmp, "nextedit", setup, file=str(source), edit_timeout_ms=60_000, timeout_ms=300_000
+        )
+    finally:
+        fake.stop()
+
+
+@needs_nvim
+def test_nextedit_e2e_runs_every_step_without_error(nextedit_run: NvimRun) -> None:
+    run = nextedit_run
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+
+
+def apply_edit(lines: list[str], edit: dict[str, Any]) -> list[str]:
+    """The server's InlineEdit applied to the buffer's lines (ASCII text: UTF-16 = str index)."""
+    text = "\n".join(lines)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+
+    def offset(pos: dict[str, int]) -> int:
+        return offsets[pos["line"]] + pos["character"]
+
+    start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
+    return (text[:start] + edit["text"] + text[end:]).split("\n")
+
+
+def check_accept(run: NvimRun, name: str) -> dict[str, Any]:
+    """The accept key jumped to the edit's start (buffer untouched), then applied the edit."""
+    accepted = run.obs(name)
+    start = accepted["edit"]["range"]["start"]
+    assert (
+        accepted["jumped"]["cursor"] == [start["line"] + 1, start["character"]]
+        and accepted["jumped"]["lines_kept"]
+    ), run.explain(f"{name}: the first <Tab> should only jump: {accepted['jumped']}")
+    expected = apply_edit(accepted["before"], accepted["edit"])
+    assert accepted["after"] == expected and expected != accepted["before"], run.explain(
+        f"{name}: the buffer after the accept is {accepted['after']}, the edit makes {expected}"
+    )
+    return accepted
+
+
+@needs_nvim
+def test_nextedit_e2e_tab_jumps_to_the_servers_edit_then_applies_it(nextedit_run: NvimRun) -> None:
+    run = nextedit_run
+    shown = run.obs("first_shown")
+    assert any(m.get("hl") == "SpecLspNextEditDelete" or m.get("text") for m in shown["marks"]), (
+        run.explain(f"the edit is not drawn: {shown['marks']}")
+    )
+    accepted = check_accept(run, "first_accept")
+    assert accepted["jumped"]["pressed"], run.explain("the cursor was on the edit already")
+    # the contract: the rename on line 0 is carried to line 1 first
+    assert accepted["after"][:2] == ["def area(w, height):", "    return w * height"], run.explain(
+        f"after the accept: {accepted['after']}"
+    )
+
+
+@needs_nvim
+def test_nextedit_e2e_dismiss_key_clears_it_and_the_server_counts_it(nextedit_run: NvimRun) -> None:
+    run = nextedit_run
+    second = run.obs("second_shown")
+    assert second["edit"] and second["lines"] == run.obs("first_accept")["after"], run.explain(
+        "no next edit asked for right after the accept"
+    )
+    assert run.obs("dismiss") == {"lines_kept": True, "visible": False, "marks": 0}, run.explain(
+        str(run.obs("dismiss"))
+    )
+    stats = run.obs("stats_after_dismiss")
+    assert stats.get("accepted") == 1 and stats.get("rejected") == 1, run.explain(str(stats))
+    assert stats.get("shown", 0) >= 2, run.explain(str(stats))
+
+
+@needs_nvim
+def test_nextedit_e2e_off_stops_requests_and_on_asks_again(nextedit_run: NvimRun) -> None:
+    run = nextedit_run
+    off = run.obs("off")
+    assert off == {"server_requests": 0, "plugin_requests": 0, "marks": 0}, run.explain(str(off))
+    check_accept(run, "second_accept")
+    assert run.obs("stats").get("accepted") == 2, run.explain(str(run.obs("stats")))
+    health = "\n".join(run.obs("health"))
+    assert "OK next edit: on" in health, run.explain(health)
+
+
+@needs_nvim
+def test_nextedit_an_edit_across_lines_shows_the_lines_it_makes_and_applies(
+    nextedit_mock_run: NvimRun,
+) -> None:
+    run = nextedit_mock_run
+    seen = run.obs("across_lines")
+    expected = ["def perimeter(w, height):", "    return 2 * (w + height)"]
+    assert seen["after"][3:5] == expected and seen["after"][:3] == seen["before"][:3], run.explain(
+        str(seen)
+    )
+    virt = [m for m in seen["marks"] if m.get("virt_lines")]
+    delete = [m for m in seen["marks"] if not m.get("virt_lines")]
+    assert len(virt) == 1 and virt[0]["virt_lines"] == expected and virt[0]["row"] == 4, (
+        run.explain(str(seen["marks"]))
+    )
+    assert not virt[0].get("above") and [(d["row"], d.get("end_row")) for d in delete] == [(3, 4)]

@@ -12,6 +12,14 @@ local M = {}
 ---@field prev string|false         show the previous suggestion
 ---@field trigger string|false      ask for a suggestion here (the way to get one with auto_trigger off)
 
+---@class spec_lsp.NextEdit
+---@field enabled boolean      ask for next edits (`:SpecLsp nextedit on|off` at run time)
+---@field idle_ms integer      how long the buffer and the cursor rest before a request
+---@field in_insert boolean    also ask (and show) in insert mode; false: normal mode only
+---@field accept string|false  jump to the next edit, then accept it (normal mode, and insert mode
+---                            when no completion is shown); else what the key did before
+---@field dismiss string|false  hide the next edit (normal mode; insert mode too unless <Esc>)
+
 ---@class spec_lsp.Server
 ---@field tcp string|nil          HOST:PORT of a shared `spec-lsp serve --tcp HOST:PORT`
 ---@field socket string|nil       path of a shared `spec-lsp serve --socket PATH`
@@ -33,6 +41,7 @@ local M = {}
 ---@field debounce_ms integer       delay before a request (virtual_text ui only; builtin uses Neovim's)
 ---@field root_markers string[]     files marking the project root given to the server
 ---@field hl_group string           highlight of the suggestion text (virtual_text ui only)
+---@field next_edit spec_lsp.NextEdit  next edit suggestions (`textDocument/copilotInlineEdit`)
 
 ---@type spec_lsp.Config
 M.defaults = {
@@ -56,6 +65,13 @@ M.defaults = {
   debounce_ms = 75,
   root_markers = { ".git", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   hl_group = "SpecLspSuggestion",
+  next_edit = {
+    enabled = true,
+    idle_ms = 400,
+    in_insert = false,
+    accept = "<Tab>",
+    dismiss = "<Esc>",
+  },
 }
 
 ---@type spec_lsp.Config
@@ -121,7 +137,36 @@ local checks = {
   hl_group = function(v)
     return type(v) == "string", "a highlight group name"
   end,
+  next_edit = function(v)
+    local expected = "a table of enabled (boolean), idle_ms (number >= 0), in_insert (boolean), "
+      .. "accept and dismiss (a key string or false)"
+    if type(v) ~= "table" then
+      return false, expected
+    end
+    local valid = {
+      enabled = function(x)
+        return type(x) == "boolean"
+      end,
+      idle_ms = function(x)
+        return type(x) == "number" and x >= 0
+      end,
+      in_insert = function(x)
+        return type(x) == "boolean"
+      end,
+      accept = is_key,
+      dismiss = is_key,
+    }
+    for name, value in pairs(v) do
+      if not valid[name] or not valid[name](value) then
+        return false, expected
+      end
+    end
+    return true
+  end,
 }
+
+--- Options whose table is merged over the default table, not put in its place.
+local merged_tables = { keys = true, next_edit = true }
 
 --- Merge `user` over the defaults. A bad or unknown option is reported once and its default kept.
 ---@param user table|nil
@@ -135,8 +180,8 @@ function M.merge(user)
     else
       local ok, expected = check(value)
       if ok then
-        merged[name] = type(value) == "table" and name == "keys"
-            and vim.tbl_extend("force", merged.keys, value)
+        merged[name] = type(value) == "table" and merged_tables[name]
+            and vim.tbl_extend("force", merged[name], value)
           or value
       else
         vim.notify(

@@ -1,5 +1,6 @@
---- `:checkhealth spec_lsp`: the Neovim version, the server command, model availability and the
---- running server's state with its last load error, or why its remote engine fails.
+--- `:checkhealth spec_lsp`: the Neovim version, the server command, model availability, whether
+--- next edit suggestions are on, and the running server's state with its last load error, or why
+--- its remote engine fails.
 
 local config = require("spec_lsp.config")
 local lsp = require("spec_lsp.lsp")
@@ -116,6 +117,28 @@ local function check_server()
   end
 end
 
+local function check_next_edit()
+  local nextedit = require("spec_lsp.nextedit")
+  local o = config.options.next_edit
+  if not nextedit.enabled then
+    health.info("next edit: off (`:SpecLsp nextedit on`, or `next_edit = { enabled = true }`)")
+    return
+  end
+  local where = o.in_insert and "normal and insert mode" or "normal mode"
+  local keys = ("%s jumps to it and accepts it, %s dismisses it"):format(
+    tostring(o.accept),
+    tostring(o.dismiss)
+  )
+  health.ok(("next edit: on, asked %d ms after a change or a cursor rest in %s; %s"):format(
+    o.idle_ms,
+    where,
+    keys
+  ))
+  if config.options.init_options.nextEdit == false then
+    health.warn("init_options.nextEdit is false: the server answers every next-edit request empty")
+  end
+end
+
 function M.check()
   health.start("spec-lsp")
   check_version()
@@ -124,6 +147,7 @@ function M.check()
   end
   local exe = check_command()
   check_models(exe)
+  check_next_edit()
   if lsp.recording then
     health.info("recording this session to " .. lsp.recording)
   end

@@ -4,14 +4,15 @@
 ---
 --- This module wires the parts together: options (config), the client (lsp), keys and accepts
 --- (suggestion), where the cursor rests (cursor: the server warms its prompt up), the ghost
---- text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), the
---- server's state (status: the statusline, `:SpecLsp status`), the commands, and
+--- text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), next edit suggestions
+--- (nextedit), the server's state (status: the statusline, `:SpecLsp status`), the commands, and
 --- `:checkhealth spec_lsp` (health).
 
 local api = vim.api
 local config = require("spec_lsp.config")
 local cursor = require("spec_lsp.cursor")
 local lsp = require("spec_lsp.lsp")
+local nextedit = require("spec_lsp.nextedit")
 local status = require("spec_lsp.status")
 local suggestion = require("spec_lsp.suggestion")
 
@@ -28,6 +29,22 @@ M.visible = suggestion.visible
 --- Ask for a suggestion at the cursor now (the way to get one with `auto_trigger = false`).
 M.trigger = suggestion.trigger
 
+--- Next edit suggestions: `request()` asks at the cursor now, `accept()` jumps to the edit on
+--- screen or (at its start) applies it, `dismiss()`, `visible()`, `current()` (the server's
+--- InlineEdit on screen), `enable(on)` (nil: flip). All take an optional buffer number.
+M.nextedit = {
+  request = function(bufnr)
+    return nextedit.request(bufnr, true)
+  end,
+  accept = nextedit.accept,
+  dismiss = nextedit.dismiss,
+  visible = nextedit.visible,
+  current = nextedit.current,
+  enable = function(enabled)
+    M.nextedit_toggle(enabled)
+  end,
+}
+
 --- The statusline text: "" when no spec-lsp server runs, else e.g. "spec-lsp coder",
 --- "spec-lsp loading 40%", "spec-lsp off", "spec-lsp failed", "spec-lsp engine down". >lua
 ---   vim.o.statusline = "%f %= %{v:lua.require'spec_lsp'.statusline()}"
@@ -41,7 +58,9 @@ end
 local function on_attach(client, bufnr)
   suggestion.ui.attach(bufnr, client)
   suggestion.ui.enable(client, M.enabled)
+  nextedit.unmap_keys(bufnr) -- so that suggestion keeps what its keys did before spec-lsp
   suggestion.map_keys(bufnr)
+  nextedit.attach(bufnr, client) -- its <Tab> wraps suggestion's
   cursor.attach(bufnr, client)
   status.refresh(client)
 end
@@ -61,6 +80,14 @@ function M.toggle(enabled)
   end
   pcall(vim.cmd.redrawstatus)
   vim.notify("spec-lsp: suggestions " .. (enabled and "on" or "off"), vim.log.levels.INFO)
+end
+
+--- Turn next edit suggestions on or off (nil: flip), `:SpecLsp nextedit on|off`.
+---@param enabled boolean|nil
+function M.nextedit_toggle(enabled)
+  nextedit.enable(enabled)
+  local state = nextedit.enabled and "on" or "off"
+  vim.notify("spec-lsp: next edit " .. state, vim.log.levels.INFO)
 end
 
 --- Restart the server under `spec-lsp record --out {path}` (no path: stop recording).
@@ -109,6 +136,13 @@ local subcommands = {
   record = function(arg)
     M.record(arg)
   end,
+  nextedit = function(arg)
+    if arg ~= nil and arg ~= "on" and arg ~= "off" then
+      vim.notify(("spec-lsp: :SpecLsp nextedit on|off, not %q"):format(arg), vim.log.levels.ERROR)
+      return
+    end
+    M.nextedit_toggle(arg == nil and nil or arg == "on")
+  end,
 }
 
 local function create_commands()
@@ -124,12 +158,13 @@ local function create_commands()
     run(arg)
   end, {
     nargs = "+",
-    desc = "spec-lsp: status, restart, log, toggle, stats, record [file]",
+    desc = "spec-lsp: status, restart, log, toggle, stats, record [file], nextedit [on|off]",
     complete = function(lead, line)
       if line:match("^%s*%S+%s+record%s+") then
         return vim.fn.getcompletion(lead, "file")
       end
-      local names = vim.tbl_keys(subcommands)
+      local names = line:match("^%s*%S+%s+nextedit%s+") and { "on", "off" }
+        or vim.tbl_keys(subcommands)
       table.sort(names)
       return vim.tbl_filter(function(n)
         return vim.startswith(n, lead)
@@ -157,6 +192,7 @@ function M.setup(opts)
   config.options = config.merge(opts)
   suggestion.use(config.resolve_ui(config.options))
   api.nvim_set_hl(0, "SpecLspSuggestion", { link = "Comment", default = true })
+  nextedit.setup()
   local group = api.nvim_create_augroup("spec_lsp", { clear = true })
   api.nvim_create_autocmd("FileType", {
     group = group,
@@ -194,6 +230,7 @@ function M.setup(opts)
       local client = vim.lsp.get_client_by_id(ev.data.client_id)
       if client and client.name == lsp.name then
         suggestion.ui.detach(ev.buf)
+        nextedit.detach(ev.buf)
         cursor.detach(ev.buf)
       end
     end,
