@@ -67,7 +67,7 @@ def _stop(proc: subprocess.Popen[str], out: Path) -> str:
     return output or ""
 
 
-def _run_e2e(preset: str, name: str) -> dict[str, Any]:
+def _run_e2e(preset: str, name: str, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     tools = _tools()
     out = ARTEFACTS / name
     shutil.rmtree(out, ignore_errors=True)
@@ -83,6 +83,7 @@ def _run_e2e(preset: str, name: str) -> dict[str, Any]:
         "SPEC_LSP_E2E_OUT": str(out),
         "SPEC_LSP_E2E_PRESET": preset,
         "SPEC_LSP_E2E_TIMEOUT_S": "480",
+        **(extra_env or {}),
     }
     proc = subprocess.Popen(
         [tools["node"], tools["e2e"]],
@@ -154,3 +155,42 @@ def test_vscode_shows_spec_lsp_ghost_text_and_tab_accepts_it_bundled_model() -> 
     _check(result)
     if os.environ.get("SPEC_LSP_UPDATE_DOCS") == "1":
         shutil.copyfile(ARTEFACTS / "bundled" / "vscode-ghost-text.png", DOCS_SCREENSHOT)
+
+
+def test_vscode_next_edit_is_shown_and_tab_accepts_it_fake_rewriter(tmp_path: Path) -> None:
+    """Next edits: `spec-lsp serve --preset` on the deterministic fake rewriter
+    (tests/nextedit/fake_rewriter.py). The runner renames `width` to `w` on line 1 of geometry.py
+    by typing; the server's next edit (the `width` on line 2) shows struck through; Tab jumps to
+    it, Tab applies it; the following one (asked for after the accept) is dismissed with Escape."""
+    _tools()  # skips before starting anything when the tools are absent
+    from tests.nextedit.fake_rewriter import FakeRewriter
+
+    fake = FakeRewriter()
+    try:
+        preset = fake.write_preset(tmp_path)
+        result = _run_e2e(
+            "nextedit",
+            "nextedit",
+            {"SPEC_LSP_E2E_SCENARIO": "nextedit", "SPEC_LSP_E2E_PRESET_FILE": str(preset)},
+        )
+    finally:
+        fake.stop()
+    assert result["ok"] is True
+    shown = result["nextEdit"]
+    # The edit was drawn as the old text struck through: the `width` the rename left behind.
+    assert "width" in "".join(shown["struck"]), shown
+    # ... and its new text drawn after it (the line's text in the buffer is still the old one).
+    assert "w" in shown["added"] and shown["shownLines"][1] == "    return width * height", shown
+    # The fake's ghost text ("pass") for the typing, if it came first, had no next edit beside it.
+    assert shown["struckWithGhost"] is False, shown
+    # The first Tab moved the cursor to the edit (line 2); the second applied it, and the file
+    # holds both the typed rename and the accepted one, the rest as it was.
+    assert shown["afterJump"].startswith("Ln 2,"), shown
+    lines = shown["lines"]
+    assert lines[:2] == ["def area(w, height):", "    return w * height"], lines
+    assert lines[4:6] == ["def perimeter(width, height):", "    return 2 * (width + height)"], lines
+    # After the accept the extension asked again: another edit was shown, with the hint on the
+    # cursor's line that Tab goes there, and Escape took it away leaving the file as it was.
+    second = shown["second"]
+    assert "width" in "".join(second["struck"]) and "next edit at line" in second["hint"], second
+    assert shown["linesAfterDismiss"] == lines, shown

@@ -37,6 +37,7 @@ import { CursorRests } from "./cursor";
 import { Feedback } from "./feedback";
 import {
   AcceptCommand,
+  AcceptInlineEditCommand,
   DidMoveCursor,
   type Stats,
   StatsRequest,
@@ -105,6 +106,13 @@ class QuietClient extends LanguageClient {
   }
 }
 
+/** Where ghost text was offered: the document, its version and the cursor's offset. */
+export interface OfferedCompletion {
+  document: vscode.TextDocument;
+  version: number;
+  offset: number;
+}
+
 export class Server implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private stderrTail: string[] = [];
@@ -124,6 +132,9 @@ export class Server implements vscode.Disposable {
   private where = "";
   lastStatus: Status | undefined;
   lastStats: Stats | undefined;
+  private readonly completionOffered = new vscode.EventEmitter<OfferedCompletion>();
+  /** The inline completion provider returned ghost text (nextEdit.ts gives way to it). */
+  readonly onDidOfferCompletion = this.completionOffered.event;
 
   constructor(
     private readonly output: vscode.LogOutputChannel,
@@ -149,6 +160,11 @@ export class Server implements vscode.Disposable {
 
   get running(): boolean {
     return this.client?.state === State.Running;
+  }
+
+  /** The language client while the server runs (nextEdit.ts sends its requests through it). */
+  get languageClient(): LanguageClient | undefined {
+    return this.running ? this.client : undefined;
   }
 
   /** Whether the extension connects to a shared server rather than starting its own. */
@@ -297,11 +313,13 @@ export class Server implements vscode.Disposable {
             const offset = document.offsetAt(first.range?.start ?? position);
             this.feedback.offered({ id, text, document, version, offset });
           }
+          if (first && text) this.completionOffered.fire({ document, version, offset: document.offsetAt(position) });
           return result;
         },
         executeCommand: async (command, args, next) => {
           const result: unknown = await next(command, args);
           if (command === AcceptCommand) this.feedback.accepted(suggestionId(args));
+          if (command === AcceptInlineEditCommand) this.refreshSoon();
           return result;
         },
       },
@@ -379,6 +397,7 @@ export class Server implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.completionOffered.dispose();
     this.feedback.dispose();
     this.cursor.dispose();
     void this.stop();

@@ -3,6 +3,7 @@
 import * as vscode from "vscode";
 import { type Consent, needsRestart, recordPath, resolveServer } from "./config";
 import { Server } from "./client";
+import { NextEdits } from "./nextEdit";
 import { pickPreset, showMenu, toggleActiveLanguage, toggleAutoTrigger } from "./menu";
 import { StatusItem } from "./status";
 import { SCHEME, STATS_URI, StatsView } from "./statsView";
@@ -45,6 +46,7 @@ export function activate(context: vscode.ExtensionContext): void {
     consent,
   );
   server = srv;
+  const nextEdits = new NextEdits({ client: () => srv.languageClient, log: (line) => output.info(line) });
 
   const showStats = async () => {
     let note: string | undefined;
@@ -95,12 +97,18 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("spec-lsp.toggle", toggle),
     vscode.commands.registerCommand("spec-lsp.restart", () => srv.restart(recording)),
     vscode.commands.registerCommand("spec-lsp.recordSession", record),
-    vscode.commands.registerCommand("spec-lsp.menu", showMenu),
+    vscode.commands.registerCommand("spec-lsp.menu", () => showMenu(nextEdits.isVisible)),
     vscode.commands.registerCommand("spec-lsp.toggleLanguage", toggleActiveLanguage),
     vscode.commands.registerCommand("spec-lsp.toggleAutoTrigger", toggleAutoTrigger),
     vscode.commands.registerCommand("spec-lsp.pickPreset", () => pickPreset(() => resolveServer(consent))),
     vscode.commands.registerCommand("spec-lsp.showLog", () => output.show()),
     vscode.commands.registerCommand("spec-lsp.suggest", () => vscode.commands.executeCommand("editor.action.inlineSuggest.trigger")),
+    nextEdits,
+    srv.onDidOfferCompletion(({ document, version, offset }) => nextEdits.completionOffered(document, version, offset)),
+    vscode.commands.registerCommand("specLsp.acceptNextEdit", () => nextEdits.accept()),
+    vscode.commands.registerCommand("specLsp.dismissNextEdit", () => nextEdits.dismiss()),
+    vscode.commands.registerCommand("specLsp.toggleNextEdit", () => nextEdits.toggle()),
+    vscode.commands.registerCommand("specLsp.hideInlineSuggestion", () => nextEdits.hideCompletion()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration("specLsp")) return;
       if (needsRestart(e)) void srv.restart(recording);

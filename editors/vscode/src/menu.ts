@@ -10,7 +10,8 @@ interface Entry extends vscode.QuickPickItem {
   command: string;
 }
 
-export async function showMenu(): Promise<void> {
+/** `nextEditShown`: a next edit is on screen (its accept and dismiss join the menu). */
+export async function showMenu(nextEditShown = false): Promise<void> {
   const cfg = vscode.workspace.getConfiguration("specLsp");
   const enabled = cfg.get<boolean>("enabled", true);
   const language = vscode.window.activeTextEditor?.document.languageId;
@@ -23,7 +24,15 @@ export async function showMenu(): Promise<void> {
     entries.push({ label: `$(symbol-namespace) ${on ? "Disable" : "Enable"} for ${language}`, command: "spec-lsp.toggleLanguage" });
   }
   const auto = cfg.get<boolean>("autoTrigger", true);
+  const nextEdit = cfg.get<boolean>("nextEdit", true);
+  if (nextEditShown) {
+    entries.push(
+      { label: "$(check) Go to / accept the next edit (Tab)", command: "specLsp.acceptNextEdit" },
+      { label: "$(close) Dismiss the next edit (Escape)", command: "specLsp.dismissNextEdit" },
+    );
+  }
   entries.push(
+    { label: nextEdit ? "$(arrow-swap) Disable next edit suggestions" : "$(arrow-swap) Enable next edit suggestions", command: "specLsp.toggleNextEdit" },
     { label: auto ? "$(keyboard) Suggest only on request" : "$(keyboard) Suggest while typing", command: "spec-lsp.toggleAutoTrigger" },
     { label: "$(server) Pick a preset…", description: cfg.get<string>("preset"), command: "spec-lsp.pickPreset" },
     { label: "$(output) Show log", command: "spec-lsp.showLog" },

@@ -8,6 +8,26 @@ export const DidMoveCursor = "spec-lsp/didMoveCursor";
 /** Executed by each suggestion's command; the language client forwards it as workspace/executeCommand. */
 export const AcceptCommand = "spec-lsp.didAcceptCompletion";
 
+// Next edits, in the shape of the Copilot language server's (docs/protocol.md).
+export const InlineEditRequest = "textDocument/copilotInlineEdit";
+export const DidShowInlineEdit = "textDocument/didShowInlineEdit";
+export const DidRejectInlineEdit = "spec-lsp/didRejectInlineEdit";
+/** Each next edit's command: the client runs it after applying the edit (workspace/executeCommand). */
+export const AcceptInlineEditCommand = "spec-lsp.didAcceptInlineEdit";
+
+export interface LspPosition {
+  line: number;
+  character: number;
+}
+
+/** One edit of a textDocument/copilotInlineEdit answer; positions in UTF-16 code units. */
+export interface InlineEdit {
+  text: string;
+  textDocument: { uri: string; version: number };
+  range: { start: LspPosition; end: LspPosition };
+  command?: { title: string; command: string; arguments?: unknown[] };
+}
+
 export interface Status {
   state: "loading" | "ready" | "failed" | "disabled";
   preset: string;

@@ -10,6 +10,11 @@
 // that must not run (machine scope). Every wait is bounded; on failure it saves a screenshot and
 // the logs under $SPEC_LSP_E2E_OUT. Exit code 0 on success, 1 on failure.
 //
+// SPEC_LSP_E2E_SCENARIO=nextedit runs the next-edit scenario instead (runNextEdit): the server on
+// the preset file SPEC_LSP_E2E_PRESET_FILE (tests/nextedit/fake_rewriter.py's deterministic
+// rewriter), a rename typed on line 1, its follow-up shown on line 2, Tab to jump and Tab to apply,
+// the next one dismissed with Escape.
+//
 // Environment (tests/editors/test_vscode_e2e.py sets it from editors/vscode/.setup.json):
 //   SPEC_LSP_CODE_SERVER, SPEC_LSP_CHROMIUM, SPEC_LSP_VSIX, SPEC_LSP_SERVER (spec-lsp executable),
 //   SPEC_LSP_E2E_OUT (artefacts), SPEC_LSP_E2E_PRESET (default tiny),
@@ -33,6 +38,9 @@ const VSIX = need("SPEC_LSP_VSIX");
 const SERVER = need("SPEC_LSP_SERVER");
 const OUT = need("SPEC_LSP_E2E_OUT");
 const PRESET = process.env.SPEC_LSP_E2E_PRESET ?? "tiny";
+/** "ghost" (everything above) or "nextedit" (runNextEdit, on SPEC_LSP_E2E_PRESET_FILE). */
+const SCENARIO = process.env.SPEC_LSP_E2E_SCENARIO ?? "ghost";
+const PRESET_FILE = process.env.SPEC_LSP_E2E_PRESET_FILE;
 const SCREENSHOT = process.env.SPEC_LSP_E2E_SCREENSHOT;
 const TIMEOUT_S = Number(process.env.SPEC_LSP_E2E_TIMEOUT_S ?? "480");
 /** Waits that depend on the model: a real one on a busy 2-core machine takes seconds a token. */
@@ -116,6 +124,14 @@ def mean(values):
 
 
 `;
+/** The next-edit scenario's file: a rename of `width` on line 1 makes the server suggest the rest. */
+const GEOMETRY = `def area(width, height):
+    return width * height
+
+
+def perimeter(width, height):
+    return 2 * (width + height)
+`;
 /** Typed at the end of SOURCE, character by character, as a person would. */
 const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
 /** Typed in a new function to take its first line with Alt+Down (one a try). */
@@ -134,8 +150,10 @@ const PARTIAL_TYPED = [
 function settings(out: string): object {
   return {
     "specLsp.serverPath": SERVER,
-    "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log")],
-    "specLsp.preset": PRESET,
+    ...(SCENARIO === "nextedit"
+      ? // The preset file names the fake rewriter; specLsp.preset unset, so the server keeps it.
+        { "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log"), "--preset", PRESET_FILE], "specLsp.nextEditIdleMs": 300 }
+      : { "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log")], "specLsp.preset": PRESET }),
     "specLsp.device": "cpu",
     // A clean window: no chat panel or welcome page to steal the keyboard, no network.
     "chat.disableAIFeatures": true,
@@ -241,6 +259,7 @@ async function startCodeServer(): Promise<string> {
   fs.mkdirSync(workspace, { recursive: true });
   writeSettings(user, settings(OUT));
   fs.writeFileSync(path.join(workspace, "stats.py"), SOURCE);
+  if (SCENARIO === "nextedit") fs.writeFileSync(path.join(workspace, "geometry.py"), GEOMETRY);
   // A repository's own settings that would run its code or write into it: the extension must
   // ignore them (machine-scoped), or the server would not start and nothing below would pass.
   fs.mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
@@ -444,7 +463,8 @@ interface Result {
   failure: string;
 }
 
-async function run(): Promise<Result> {
+/** Starts code-server and chromium and loads the workbench: the page and the workbench's URL. */
+async function openWorkbench(): Promise<{ p: Page; url: string }> {
   fs.mkdirSync(OUT, { recursive: true });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), "spec-lsp-vscode-e2e-"));
   const url = await phase("install the .vsix and start code-server", startCodeServer);
@@ -472,7 +492,11 @@ async function run(): Promise<Result> {
     await p.goto(url, { timeout: 120_000 });
     await p.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
   });
+  return { p, url };
+}
 
+async function run(): Promise<Result> {
+  const { p, url } = await openWorkbench();
   await phase("open stats.py", () => openFile(p, "stats.py"));
   // The extension starts spec-lsp on start-up; typing before the client runs would be lost on it.
   const ready = await phase("wait for the language client and the model", () => waitReady(p));
@@ -742,6 +766,160 @@ async function run(): Promise<Result> {
   return { ghost, nextLine, languageSwitch, presets, manual, shared, workspaceLeftovers, venvConsent, statusBar, statsLines, partialLines, cycle, session, failure };
 }
 
+// --- next edits (SPEC_LSP_E2E_SCENARIO=nextedit) ---------------------------------------------------
+
+/**
+ * The struck-through text in the active editor (the next edit's old text), one string per line
+ * that has some: computed styles, since decorations carry generated class names.
+ */
+async function struckText(p: Page): Promise<string[]> {
+  return p.evaluate<string[]>(`(() => {
+    const root = document.querySelector(".editor-group-container.active .monaco-editor .view-lines");
+    if (!root) return [];
+    const byLine = new Map();
+    for (const span of root.querySelectorAll(".view-line span")) {
+      if (span.children.length || !getComputedStyle(span).textDecorationLine.includes("line-through")) continue;
+      const line = span.closest(".view-line");
+      const top = line ? parseFloat(line.style.top || "0") : 0;
+      byLine.set(top, (byLine.get(top) || "") + span.textContent);
+    }
+    return [...byLine.entries()].sort((a, b) => a[0] - b[0]).map(([, text]) => text.replace(/\u00a0/g, " "));
+  })()`);
+}
+
+/** The text that decorations add to the active editor's lines (CSS ::before / ::after content). */
+async function decorationTexts(p: Page): Promise<string[]> {
+  return p.evaluate<string[]>(`(() => {
+    const root = document.querySelector(".editor-group-container.active .monaco-editor .view-lines");
+    if (!root) return [];
+    const out = [];
+    for (const el of root.querySelectorAll(".view-line span")) {
+      for (const pseudo of ["::before", "::after"]) {
+        const content = getComputedStyle(el, pseudo).content;
+        if (content && content !== "none" && content !== "normal") out.push(JSON.parse(content).replace(/\u00a0/g, " "));
+      }
+    }
+    return out;
+  })()`);
+}
+
+/** VS Code's cursor position item in the status bar ("Ln 2, Col 12"). */
+async function cursorText(p: Page): Promise<string> {
+  return clean(await p.locator('.statusbar-item[id="status.editor.selection"]').innerText({ timeout: 1000 })).trim();
+}
+
+interface NextEditResult {
+  /** What the status bar said once the server was ready. */
+  ready: string;
+  /** The struck-through text of the first next edit (the old `width` on line 2). */
+  struck: string[];
+  /** Ghost text that came first (hidden with Escape), and whether a next edit showed beside it. */
+  ghostSeen: string;
+  struckWithGhost: boolean;
+  /** The editor's lines while it was shown, and the text decorations added (the new text). */
+  shownLines: string[];
+  added: string[];
+  /** The cursor after the first Tab (it jumped to the edit's line). */
+  afterJump: string;
+  /** geometry.py on disk after the second Tab. */
+  lines: string[];
+  /** The next edit shown after the accept: its struck text, the hint on the cursor's line. */
+  second: { struck: string[]; hint: string };
+  /** geometry.py on disk after Escape dismissed the second edit (unchanged). */
+  linesAfterDismiss: string[];
+}
+
+async function runNextEdit(): Promise<{ nextEdit: NextEditResult }> {
+  if (!PRESET_FILE) throw new Error("SPEC_LSP_E2E_PRESET_FILE is not set (the fake rewriter's preset)");
+  const { p } = await openWorkbench();
+  const file = path.join(tmp, "workspace", "geometry.py");
+  const onDisk = () => fs.readFileSync(file, "utf8").split("\n");
+  await phase("open geometry.py", () => openFile(p, "geometry.py"));
+  const ready = await phase("wait for the language client and the server", () =>
+    until("the status bar to say the server is ready", READY_S, async () => {
+      const text = await statusText(p);
+      if (/failed|error|engine down/i.test(text)) throw new Error(`status bar says: ${text}`);
+      return /^spec-lsp \S/.test(text) && !/starting|loading|\boff\b/.test(text) ? text : undefined;
+    }),
+  );
+  log(`status bar: ${ready}`);
+
+  // Rename `width` to `w` on line 1 by typing: after "def area(w", delete "idth".
+  const shown = await phase("rename on line 1 by typing; the next edit shows on line 2", async () => {
+    await p.locator(".editor-group-container.active .monaco-editor .view-lines").click();
+    await p.keyboard.press("Control+Home");
+    for (let i = 0; i < "def area(w".length; i++) await p.keyboard.press("ArrowRight");
+    for (let i = 0; i < "idth".length; i++) await p.keyboard.press("Delete", { delay: 40 });
+    // The fake answers every completion with ghost text ("pass"): while it shows, no next edit may;
+    // Escape hides it (the extension's binding, VS Code's own hide), and then the next edit comes.
+    let ghostSeen = "";
+    let struckWithGhost = false;
+    const struck = await until("a next edit (struck-through text) in the editor, and no ghost text", GHOST_S, async () => {
+      const ghost = await ghostLine(p);
+      const texts = await struckText(p);
+      if (ghost.trim()) {
+        ghostSeen = ghost;
+        await sleep(500); // a next edit showing up beside the ghost text would be seen now
+        if ((await ghostLine(p)).trim() && (await struckText(p)).length) struckWithGhost = true;
+        await p.keyboard.press("Escape");
+        return undefined;
+      }
+      return texts.length ? texts : undefined;
+    });
+    await sleep(300); // let the new text's decoration render for the screenshot
+    await p.screenshot({ path: path.join(OUT, "vscode-next-edit.png") });
+    return { struck, ghostSeen, struckWithGhost, shownLines: await editorLines(p), added: await decorationTexts(p) };
+  });
+  log(`next edit shown: ${JSON.stringify(shown)}`);
+
+  const accepted = await phase("Tab jumps to the edit, Tab applies it", async () => {
+    await p.keyboard.press("Tab");
+    const afterJump = await until("the first Tab to move the cursor to line 2", 20, async () => {
+      const text = await cursorText(p);
+      return /^Ln 2,/.test(text) ? text : undefined;
+    });
+    await p.keyboard.press("Tab");
+    let saved = 0;
+    const lines = await until("geometry.py on disk to hold the accepted edit", 30, async () => {
+      const lines = onDisk();
+      if (lines[1] === "    return w * height") return lines;
+      if (Date.now() - saved > 2000) {
+        // The accept is asynchronous: save again until it is in (saving twice changes nothing).
+        await p.keyboard.press("Control+S");
+        saved = Date.now();
+      }
+      return undefined;
+    });
+    return { afterJump, lines };
+  });
+  log(`after the accept: ${JSON.stringify(accepted)}`);
+
+  // The extension asks again after an accept: the fake rewriter's next `width` comes up.
+  const second = await phase("the next edit after the accept; Escape dismisses it", async () => {
+    const struck = await until("a second next edit", GHOST_S, async () => {
+      const texts = await struckText(p);
+      return texts.length ? texts : undefined;
+    });
+    const hint = (await decorationTexts(p)).find((t) => t.includes("next edit at line")) ?? "";
+    await p.screenshot({ path: path.join(OUT, "vscode-next-edit-second.png") });
+    await p.keyboard.press("Escape");
+    await until("Escape to take the next edit off the screen", 20, async () => ((await struckText(p)).length === 0 ? true : undefined));
+    await p.keyboard.press("Control+S");
+    await sleep(1000);
+    return { struck, hint, linesAfterDismiss: onDisk() };
+  });
+  log(`second next edit: ${JSON.stringify(second)}`);
+  return {
+    nextEdit: {
+      ready,
+      ...shown,
+      ...accepted,
+      second: { struck: second.struck, hint: second.hint },
+      linesAfterDismiss: second.linesAfterDismiss,
+    },
+  };
+}
+
 /** On failure: what the window looked like, and every log that could say why. */
 async function saveEvidence(): Promise<void> {
   try {
@@ -785,7 +963,7 @@ async function main(): Promise<number> {
   process.once("SIGINT", onSignal);
   const watchdog = setTimeout(() => onSignal(`no result after ${TIMEOUT_S} s`), TIMEOUT_S * 1000);
   try {
-    const result = await run();
+    const result = SCENARIO === "nextedit" ? await runNextEdit() : await run();
     const wall = (Date.now() - t0) / 1000;
     console.log(JSON.stringify({ ok: true, wall_s: wall, phases, ...result }));
   } catch (err) {

@@ -7,6 +7,8 @@ import { chooseServer, parseAddress, tokenSource } from "../src/serverChoice";
 import { type Inspected, languageOn, removedKeys, setSettings, setValue, toggleLanguage } from "../src/settingsWire";
 import { describe } from "../src/statusText";
 import { Rest, TYPING_MS } from "../src/rest";
+import { firstEdit, isCurrent, narrow, planEdit, SHOWN_MAX, tabAction } from "../src/nextEditPlan";
+import type { InlineEdit } from "../src/protocol";
 
 const READY: Status = {
   state: "ready",
@@ -161,4 +163,97 @@ void test("a move that comes with an edit is typing and sends nothing", async ()
   await sleep(40);
   assert.equal(sent, 1);
   rest.dispose();
+});
+
+// --- next edits on screen (nextEditPlan.ts) -----------------------------------------------------
+
+const at = (line: number, character: number) => ({ line, character });
+
+void test("a renamed word in a replaced line shows as that word struck through and the new one after it", () => {
+  const plan = planEdit(at(1, 0), "    return width * height", "    return w * height");
+  assert.deepEqual(plan?.removed, [{ start: at(1, 11), end: at(1, 16) }]);
+  assert.deepEqual(plan?.inserted, [{ at: at(1, 16), text: "w" }]);
+  assert.deepEqual([plan?.first, plan?.last, plan?.multiline], [1, 1, false]);
+  assert.deepEqual(plan?.target, at(1, 11)); // Tab's jump lands on the change
+  assert.deepEqual(plan?.after, at(1, 12)); // and the cursor ends after the new text
+});
+
+void test("the changed middle is widened to whole words, never a word's tail", () => {
+  assert.deepEqual(narrow("count += 1", "total += 1"), [0, 5]);
+  assert.deepEqual(narrow("counter", "count"), [0, 0]);
+  assert.deepEqual(narrow("f(a, b)", "f(a, b, c)"), [6, 1]);
+  const plan = planEdit(at(0, 4), "f(a, b)", "f(a, b, c)");
+  assert.deepEqual(plan?.removed, []);
+  assert.deepEqual(plan?.inserted, [{ at: at(0, 10), text: ", c" }]);
+});
+
+void test("a pure insertion, a pure deletion and no change", () => {
+  const insert = planEdit(at(2, 4), "", "x = 1");
+  assert.deepEqual([insert?.removed, insert?.inserted], [[], [{ at: at(2, 4), text: "x = 1" }]]);
+  const del = planEdit(at(3, 0), "a, b, c", "a, c");
+  assert.deepEqual(del?.removed, [{ start: at(3, 3), end: at(3, 6) }]);
+  assert.deepEqual(del?.inserted, []);
+  assert.equal(planEdit(at(0, 0), "same", "same"), undefined);
+});
+
+void test("a change of as many lines as it replaces is shown line by line", () => {
+  const plan = planEdit(at(3, 0), "a = width\nb = 2\nc = width", "a = w\nb = 2\nc = w");
+  assert.deepEqual(plan?.removed, [
+    { start: at(3, 4), end: at(3, 9) },
+    { start: at(5, 4), end: at(5, 9) },
+  ]);
+  assert.deepEqual(plan?.inserted, [
+    { at: at(3, 9), text: "w" },
+    { at: at(5, 9), text: "w" },
+  ]);
+  assert.deepEqual([plan?.first, plan?.last, plan?.multiline], [3, 5, true]);
+});
+
+void test("other multi-line changes: the old block struck, the new lines on one screen line", () => {
+  const added = planEdit(at(4, 0), "x = 1", "x = 1\ny = 2");
+  assert.deepEqual(added?.removed, []);
+  assert.deepEqual(added?.inserted, [{ at: at(4, 5), text: " ⏎ y = 2" }]);
+  assert.deepEqual([added?.first, added?.last, added?.multiline], [4, 4, true]);
+  assert.deepEqual(added?.after, at(5, 5));
+  const joined = planEdit(at(0, 0), "if a:\n    b()\n", "b()\n");
+  assert.deepEqual(joined?.removed, [{ start: at(0, 0), end: at(1, 4) }]);
+  assert.deepEqual([joined?.first, joined?.last], [0, 1]);
+  const long = planEdit(at(0, 0), "", "x".repeat(500));
+  assert.equal(long?.inserted[0].text.length, SHOWN_MAX);
+  assert.ok(long?.inserted[0].text.endsWith("…"));
+});
+
+void test("CRLF in the document's text is a line break like LF", () => {
+  const plan = planEdit(at(0, 0), "a = width\r\nb = width", "a = w\nb = w");
+  assert.deepEqual(plan?.removed.map((r) => r.start), [at(0, 4), at(1, 4)]);
+});
+
+void test("Tab applies on the edit's lines and jumps from anywhere else", () => {
+  const plan = planEdit(at(3, 0), "a = width\nc = width", "a = w\nc = w")!;
+  assert.equal(tabAction(plan, 3), "apply");
+  assert.equal(tabAction(plan, 4), "apply");
+  assert.equal(tabAction(plan, 0), "jump");
+  assert.equal(tabAction(plan, 5), "jump");
+});
+
+const EDIT: InlineEdit = {
+  text: "    return w * height",
+  textDocument: { uri: "file:///w/geometry.py", version: 7 },
+  range: { start: at(1, 0), end: at(1, 25) },
+  command: { title: "spec-lsp: next edit accepted", command: "spec-lsp.didAcceptInlineEdit", arguments: [{ id: "e1" }] },
+};
+
+void test("only a well-formed first edit of the answer is taken", () => {
+  assert.equal(firstEdit({ edits: [EDIT] }), EDIT);
+  assert.equal(firstEdit({ edits: [] }), undefined);
+  assert.equal(firstEdit(null), undefined);
+  assert.equal(firstEdit({ edits: [{ ...EDIT, text: 3 }] }), undefined);
+  assert.equal(firstEdit({ edits: [{ ...EDIT, range: { start: at(2, 0), end: at(1, 0) } }] }), undefined);
+  assert.equal(firstEdit({ edits: [{ ...EDIT, range: { start: at(-1, 0), end: at(1, 0) } }] }), undefined);
+});
+
+void test("an answer for a version the document has left is dropped", () => {
+  assert.equal(isCurrent(EDIT, 7, 7), true);
+  assert.equal(isCurrent(EDIT, 7, 8), false); // typed while the server thought
+  assert.equal(isCurrent({ ...EDIT, textDocument: { ...EDIT.textDocument, version: 6 } }, 7, 7), false);
 });
