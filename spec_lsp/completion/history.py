@@ -2,10 +2,10 @@
 
 A `Hunk` is a run of whole lines before and after an edit, placed at its first line in the
 document as it is now. Each `didChange` content change is recorded with the lines it touched
-before it was applied (`EditHistory.record`): a change that touches the lines of the document's
-latest hunk, or the line next to them, within `BURST_S` of it, is the same hunk (a burst of typing
-on one line is one hunk, and so is a line typed, then a line below it); any other change starts a
-new one. A hunk whose text ends as it began (typed, then deleted) is dropped. Hunks below a change
+before it was applied (`EditHistory.record`): a change on the lines of the document's latest hunk,
+within `BURST_S` of it, is the same hunk (a burst of typing on one line is one hunk, and so is a
+line broken in two and typed on); any other change, the next line's included, starts a new one
+(a rename carried to the next line is two edits, the model sees both). A hunk whose text ends as it began (typed, then deleted) is dropped. Hunks below a change
 move with the lines it added or removed.
 
 Bounded: `MAX_HUNKS` hunks per document, `MAX_HUNK_CHARS` characters of each side of a hunk (a
@@ -44,8 +44,11 @@ class Hunk:
         return self.start + len(self.new)
 
     def touches(self, first: int, last: int) -> bool:
-        """Whether lines first..last (of the document before a change) touch or adjoin it."""
-        return first <= max(self.end, self.start + 1) and last >= self.start - 1
+        """Whether lines first..last (of the document before a change) are among its lines
+        (for a hunk that removed its lines, the lines either side of where they were)."""
+        if not self.new:
+            return first <= self.start and last >= self.start - 1
+        return first < self.end and last >= self.start
 
     def diff(self, path: str = "") -> str:
         """The hunk as a unified diff, without file headers unless `path` is given."""

@@ -260,6 +260,28 @@ class CopyDrafter:
         return None
 
 
+class CopyK:
+    """The copy drafter's draft length, with the gate's interface (`plan_round`, `record`):
+    doubled after a fully accepted copy (up to `k_max`: a rewrite copies long stretches), cut
+    to twice what was accepted after a rejection (at least `k_min`: the copy is out of step,
+    and a long rejected pass is the costly mistake). It never steps aside: a copy costs nothing
+    to propose, and a round where it finds nothing decodes plainly."""
+
+    held = False
+    closed = False
+
+    def __init__(self, k: int, k_min: int, k_max: int) -> None:
+        self.k, self.k_min, self.k_max = k, k_min, k_max
+
+    def update(self, proposed: int, accepted: int, steps: int = 0) -> None:
+        if proposed:
+            full = accepted == proposed
+            self.k = min(self.k_max, 2 * self.k) if full else max(self.k_min, 2 * accepted)
+
+    def skipped(self, tokens: int) -> None:
+        return None
+
+
 def _ends(tokens: list[int], pattern: list[int]) -> list[int]:
     """The end positions of every occurrence of `pattern` in `tokens`."""
     n, first = len(pattern), pattern[0]

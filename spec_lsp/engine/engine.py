@@ -30,6 +30,7 @@ from spec_lsp.engine.cache import (
 )
 from spec_lsp.engine.drafters import (
     CopyDrafter,
+    CopyK,
     Drafter,
     HeadDrafter,
     HeadDraftState,
@@ -204,8 +205,8 @@ class SpecEngine(api.BackendBase):
         sources = self._sources(run.request.doc_id, method)
         if run.request.reference and method != "off":  # copy drafts first (speculative edits)
             refs = [self.encode(text) for text in run.request.reference]
-            copy = AdaptiveK(COPY_K, COPY_K_MIN, COPY_K_MAX)  # no curve: grows while it copies
-            sources.insert(0, (CopyDrafter(refs, len(prompt)), copy))
+            copy = CopyK(COPY_K, COPY_K_MIN, COPY_K_MAX)
+            sources.insert(0, (CopyDrafter(refs, len(prompt)), copy))  # type: ignore[arg-type]
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
         if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
             # A draft whose KV lags the prompt sits a request out unless catching up pays.

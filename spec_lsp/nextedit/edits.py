@@ -63,9 +63,18 @@ def _trimmed(doc: list[str], row: int, old: list[str], new: list[str]) -> Edit |
         s += 1
     if p == len(a) == len(b):
         return None
+    # Whole words: `width` -> `w` replaces the word, not its tail (`idth` deleted).
+    while p > 0 and _word(a[p - 1]) and (_word(a[p]) if p < len(a) else True):
+        p -= 1
+    while s > 0 and _word(a[len(a) - s]) and (len(a) - s - 1 < p or _word(a[len(a) - s - 1])):
+        s -= 1
     start = _offset_to_pos(old, row, p)
     end = _offset_to_pos(old, row, len(a) - s)
     return Edit(start, end, b[p : len(b) - s])
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def region_edits(doc: list[str], first: int, old: list[str], new: list[str]) -> list[Edit]:
@@ -76,9 +85,16 @@ def region_edits(doc: list[str], first: int, old: list[str], new: list[str]) -> 
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        edit = _trimmed(doc, first + a1, old[a1:a2], new[b1:b2])
-        if edit is not None:
-            edits.append(edit)
+        if tag == "replace" and a2 - a1 == b2 - b1:  # line for line: an edit per line
+            blocks = [(a, b, 1) for a, b in zip(range(a1, a2), range(b1, b2), strict=True)]
+        else:
+            blocks = [(a1, b1, 0)]
+        for a, b, one in blocks:
+            old_lines = old[a : a + one] if one else old[a1:a2]
+            new_lines = new[b : b + one] if one else new[b1:b2]
+            edit = _trimmed(doc, first + a, old_lines, new_lines)
+            if edit is not None:
+                edits.append(edit)
     return edits
 
 

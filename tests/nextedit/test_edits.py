@@ -1,0 +1,99 @@
+"""From a region's old and new lines to the smallest edits; which one is shown; reverts refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_lsp.completion.history import Hunk
+from spec_lsp.nextedit.edits import Edit, choose, region_edits, reverts
+from spec_lsp.nextedit.formats import EditContext, QwenChat, Sweep, Zeta, region_lines
+from spec_lsp.nextedit.region import MAX_LINES, editable_region
+
+DOC = [
+    "def area(w, height):",
+    "    return width * height",
+    "",
+    "def perimeter(width, height):",
+    "    return 2 * (width + height)",
+]
+
+
+def apply_all(lines: list[str], edits: list[Edit]) -> list[str]:
+    for edit in reversed(edits):  # bottom up: earlier positions stay valid
+        lines = edit.apply(lines)
+    return lines
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        [
+            DOC[0],
+            "    return w * height",
+            "",
+            "def perimeter(w, height):",
+            "    return 2 * (w + height)",
+        ],
+        [DOC[0], DOC[1], "", DOC[3], "    total = 2 * (width + height)", "    return total"],
+        [DOC[0], DOC[3], DOC[4]],  # lines removed
+        ["# shapes", *DOC],  # a line added at the top
+        [*DOC, "", "def volume(w, h, d):", "    return w * h * d"],  # lines added at the end
+        [],  # everything removed
+    ],
+)
+def test_the_edits_turn_the_old_region_into_the_new(new: list[str]) -> None:
+    edits = region_edits(DOC, 0, DOC, new)
+    assert apply_all(DOC, edits) == (new or [""])
+
+
+def test_an_edit_is_a_whole_word_and_each_line_its_own() -> None:
+    new = [DOC[0], "    return w * height", "", "def perimeter(w, height):", DOC[4]]
+    edits = region_edits(DOC, 0, DOC, new)
+    assert edits == [Edit((1, 11), (1, 16), "w"), Edit((3, 14), (3, 19), "w")]
+
+
+def test_an_edit_inside_a_region_lower_in_the_document_is_placed_there() -> None:
+    doc = ["# head", "# more"] + DOC
+    new = [DOC[0], "    return w * height", *DOC[2:]]
+    assert region_edits(doc, 2, DOC, new) == [Edit((3, 11), (3, 16), "w")]
+
+
+def test_the_edit_shown_is_the_first_at_or_below_the_cursor() -> None:
+    a, b, c = Edit((1, 0), (1, 1), "x"), Edit((5, 0), (5, 1), "y"), Edit((9, 0), (9, 0), "z")
+    assert choose([a, b, c], 3) == b
+    assert choose([a, b, c], 10) == c
+    assert choose([a], 7) == a
+    assert choose([], 0) is None
+
+
+def test_an_edit_that_undoes_the_users_own_edit_is_refused() -> None:
+    doc = ["def area(w, height):", "    return width * height"]
+    hunk = Hunk(0, ["def area(width, height):"], ["def area(w, height):"])
+    undo = Edit((0, 9), (0, 10), "width")
+    carry = Edit((1, 11), (1, 16), "w")
+    assert reverts(undo, doc, [hunk])
+    assert not reverts(carry, doc, [hunk])
+
+
+def test_the_region_takes_in_the_latest_edit_and_stays_bounded() -> None:
+    lines = [f"x{i} = {i}" for i in range(200)]
+    assert editable_region(lines, 100, None) == (90, 110)
+    assert editable_region(lines, 100, Hunk(120, ["a"], ["b"])) == (90, 121)
+    assert editable_region(lines, 100, Hunk(150, ["a"], ["b"])) == (90, 110)  # too far
+    first, last = editable_region(lines, 100, None, lambda _u, f, la, _r: (f - 30, la + 30))
+    assert last - first + 1 == MAX_LINES and first <= 100 <= last
+    assert editable_region(["only"], 0, None) == (0, 0)
+
+
+def test_every_format_marks_the_region_and_copies_it() -> None:
+    hunk = Hunk(0, ["def area(width, height):"], ["def area(w, height):"])
+    ctx = EditContext("shapes.py", "python", ["import math"], DOC, ["# end"], [hunk], (0, 9), 0)
+    for fmt in (QwenChat(), Sweep(), Zeta()):
+        prompt = fmt.render(ctx)
+        assert "    return width * height\n" in prompt.text
+        assert prompt.reference[0].startswith("\n".join(DOC) + "\n")
+        assert "def area(w, height):\n" in prompt.reference  # the inserted text, copied too
+        assert prompt.stop
+    assert Sweep().render(ctx).text.count("def area(width, height):") >= 2  # original/ and .diff
+    assert "<|user_cursor_is_here|>" in Zeta().render(ctx).text
+    assert region_lines("a\nb\n") == ["a", "b"] and region_lines("a") == ["a"]
