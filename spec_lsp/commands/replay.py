@@ -48,10 +48,22 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="never accept a suggestion typed as shown (sessions without accepts of their own)",
     )
+    group.add_argument(
+        "--next-edit-ms",
+        type=float,
+        default=0.0,
+        help="ask for a next edit (textDocument/copilotInlineEdit) after this many ms without "
+        "an edit, as the editors do (400); 0: never (the default)",
+    )
     group.add_argument("--server-cmd", help="server command line (default: spec-lsp serve)")
     group.add_argument("--init-options", default="{}", help="extra initializationOptions (JSON)")
     group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
     group.add_argument("--load-timeout", type=float, default=600.0, help="seconds to load a model")
+    _synthesize_arguments(replay)
+    replay.set_defaults(func=run_replay)
+
+
+def _synthesize_arguments(replay: Any) -> None:
     synth = replay.add_argument_group(
         f"{SYNTHESIZE} (spec-lsp replay {SYNTHESIZE} FILE... --out DIR)"
     )
@@ -69,7 +81,6 @@ def register(subparsers: Any) -> None:
         help="pause this long (to 1.5 times) at every line's start, as a user reading the "
         "suggestion before accepting it (default: 65%% of lines, 450-1600 ms)",
     )
-    replay.set_defaults(func=run_replay)
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -129,6 +140,7 @@ def run_replay(args: argparse.Namespace) -> int:
         json_path=args.json,
         plot_path=args.plot,
         accepts=not args.no_accepts,
+        next_edit_ms=args.next_edit_ms,
     )
     try:
         return replay_command(sessions, options)

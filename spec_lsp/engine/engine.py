@@ -46,8 +46,7 @@ from spec_lsp.engine.vocabulary import eos_ids
 
 log = logging.getLogger(__name__)
 
-# Copy drafts (`CopyDrafter`): a rewrite copies long stretches, so its draft length starts long
-# and grows to a verify pass of COPY_K_MAX + 1 rows (docs/benchmarks.md: the pass cost per row).
+# Copy drafts (`CopyDrafter`, `CopyK`): long, up to a verify pass of COPY_K_MAX + 1 rows.
 COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 32
 REWRITE_DOCS = 2  # documents whose rewrite KV is kept
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -23,11 +22,14 @@ from spec_lsp.replay import accepts
 from spec_lsp.replay.client import LspClient, ServerError
 from spec_lsp.replay.document import ReplayDocument, position_of
 from spec_lsp.replay.format import Session
+from spec_lsp.replay.handshake import client_capabilities as client_capabilities
+from spec_lsp.replay.handshake import initialize as _initialize
+from spec_lsp.replay.handshake import wait_ready as _wait_ready
+from spec_lsp.replay.next_edit import NextEditAsker
 from spec_lsp.replay.trace import Change, RequestRecord, Run, SessionTrace
 
 TRACKED = frozenset({"textDocument/inlineCompletion", "textDocument/completion"})
 PLAIN_OPTIONS = {"speculation": "off", "kvReuse": False}
-METHOD_NOT_FOUND = -32601
 
 
 @dataclass
@@ -41,6 +43,7 @@ class ReplayConfig:
     server_log: IO[bytes] | None = None
     progress: Callable[[str], None] | None = None  # one line per session replayed
     accepts: bool = True  # a session without accept notifications: accept what is typed as shown
+    next_edit_ms: float = 0.0  # ask for a next edit after this long without an edit (0: never)
 
 
 def default_server_cmd(preset: str | None) -> list[str]:
@@ -48,24 +51,16 @@ def default_server_cmd(preset: str | None) -> list[str]:
     return cmd + ["--preset", preset] if preset else cmd
 
 
-def client_capabilities(encoding: str) -> dict[str, Any]:
-    return {
-        "general": {"positionEncodings": [encoding]},
-        "textDocument": {
-            "synchronization": {"dynamicRegistration": False, "didSave": False},
-            "inlineCompletion": {"dynamicRegistration": False},
-            "completion": {"completionItem": {"snippetSupport": False}},
-        },
-        "window": {"workDoneProgress": True, "showMessage": {}},
-        "workspace": {"configuration": False},
-    }
-
-
 class SessionPlayer:
     """Replays one session over a started client, filling in a SessionTrace."""
 
     def __init__(
-        self, client: LspClient, session: Session, speed: float, accept: bool = True
+        self,
+        client: LspClient,
+        session: Session,
+        speed: float,
+        accept: bool = True,
+        next_edit_ms: float = 0.0,
     ) -> None:
         self.client = client
         self.session = session
@@ -80,6 +75,9 @@ class SessionPlayer:
         self.cancels_skipped = 0
         self._gaps = _change_gaps(session, speed)
         self._t0 = 0.0
+        clock = lambda: asyncio.get_running_loop().time() - self._t0  # noqa: E731
+        ask = NextEditAsker(client, self.docs, next_edit_ms / 1000 / speed, clock)
+        self.next_edits = ask if next_edit_ms > 0 else None
 
     async def play(self, drain_timeout_s: float) -> SessionTrace:
         loop = asyncio.get_running_loop()
@@ -97,6 +95,9 @@ class SessionPlayer:
                 self._send(event.msg, now, self._gaps.get(index))
             await self.client.drain()
         self.trace.end = loop.time() - self._t0
+        if self.next_edits is not None:
+            self.next_edits.stop()
+            self.trace.next_edits = self.next_edits.records
         await self._wait_outstanding(drain_timeout_s)
         for uri in list(self.docs):  # leave the server as we found it
             self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
@@ -122,6 +123,8 @@ class SessionPlayer:
                 version = params["textDocument"].get("version", document.version + 1)
                 edits = document.apply(params["contentChanges"], version)
                 self.trace.changes.append(Change(uri, now, version, document.text, edits, gap_ms))
+                if self.next_edits is not None:
+                    self.next_edits.edited(uri)
         elif method == "textDocument/didClose":
             self.docs.pop(params["textDocument"]["uri"], None)
         elif method == "$/cancelRequest":
@@ -154,6 +157,8 @@ class SessionPlayer:
             cursor=document.offset(params["position"]),
         )
         record.accepted_at, self._accepted_at = self._accepted_at, None
+        if self.next_edits is not None:
+            self.next_edits.cursor(uri, params["position"])
         self.by_session_id[msg["id"]] = record
         self.trace.requests.append(record)
 
@@ -248,45 +253,6 @@ def _change_gaps(session: Session, speed: float) -> dict[int, float]:
     return gaps
 
 
-async def _initialize(client: LspClient, encoding: str, options: dict[str, Any]) -> None:
-    params = {
-        "processId": os.getpid(),
-        "clientInfo": {"name": "spec-lsp-replay", "version": "1"},
-        "rootUri": None,
-        "capabilities": client_capabilities(encoding),
-        "initializationOptions": options,
-    }
-    result = await client.request("initialize", params, timeout=120.0)
-    chosen = (result or {}).get("capabilities", {}).get("positionEncoding", "utf-16")
-    if chosen != encoding:
-        raise ServerError(
-            f"the server chose position encoding {chosen}; the session needs {encoding}"
-        )
-    client.notify("initialized", {})
-    await client.drain()
-
-
-async def _wait_ready(client: LspClient, timeout_s: float) -> Any:
-    """Polls spec-lsp/status until the model is loaded; None for servers without it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        try:
-            status = await client.request("spec-lsp/status", {}, timeout=30.0)
-        except ServerError as exc:
-            if exc.code != METHOD_NOT_FOUND:
-                raise
-            return None
-        state = (status or {}).get("state")
-        if state == "failed":
-            raise ServerError(f"the server failed to load its model: {status.get('error')}")
-        if state != "loading":
-            return status
-        if loop.time() > deadline:
-            raise ServerError(f"the model did not load within {timeout_s:.0f} s")
-        await asyncio.sleep(0.25)
-
-
 def _progress_line(label: str, trace: SessionTrace) -> str:
     answered = sum(r.arrived is not None and r.error is None for r in trace.requests)
     line = f"[{label}] {trace.name}: {trace.end:.1f} s, {len(trace.requests)} requests, {answered} answered"
@@ -310,7 +276,9 @@ async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
                 await client.start()
                 await _initialize(client, encoding, config.init_options)
                 run.server_status = await _wait_ready(client, config.load_timeout_s)
-            player = SessionPlayer(client, session, config.speed, config.accepts)
+            player = SessionPlayer(
+                client, session, config.speed, config.accepts, config.next_edit_ms
+            )
             trace = await player.play(config.drain_timeout_s)
             run.traces.append(trace)
             if config.progress is not None:

@@ -37,6 +37,10 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("typed_chars", "typed chars"),
     ("decode_tokens_per_s", "requests' decode tok/s (server)"),
     ("draft_acceptance", "draft acceptance (server)"),
+    ("next_edits_asked", "next edits asked (--next-edit-ms)"),
+    ("next_edits_answered", "next edits answered with an edit"),
+    ("next_edit_ms.p50", "next edit p50 ms"),
+    ("next_edit_ms.p90", "next edit p90 ms"),
 )
 # Ratios shown with --compare: comparison / main, so a ratio above 1 means the main run is better
 # for times, and worse for the one speed (the server's decode tok/s).

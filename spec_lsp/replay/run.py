@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec_lsp.replay import accepts
+from spec_lsp.replay import accepts, next_edit
 from spec_lsp.replay.analysis import Tally, analyze
 from spec_lsp.replay.format import Session
 from spec_lsp.replay.replayer import PLAIN_OPTIONS, ReplayConfig, default_server_cmd, replay
@@ -26,6 +26,7 @@ class ReplayOptions:
     json_path: str | None = None
     plot_path: str | None = None
     accepts: bool = True  # synthesize accepts in sessions without their own (`accepts`)
+    next_edit_ms: float = 0.0  # ask for next edits after this long without an edit (0: never)
 
 
 def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> ReplayConfig:
@@ -36,6 +37,7 @@ def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> Replay
     cmd = options.server_cmd or default_server_cmd(options.preset)
     config = ReplayConfig(cmd, init, options.speed, options.load_timeout_s, label=label)
     config.accepts = options.accepts
+    config.next_edit_ms = options.next_edit_ms
     config.progress = lambda line: print(line, file=sys.stderr, flush=True)
     return config
 
@@ -75,6 +77,8 @@ def replay_command(sessions: list[Session], options: ReplayOptions) -> int:
         run = replay(sessions, _config(options, label, extra))
         figures, tally = analyze(run.traces, options.pause_ms)
         figures |= accepts.figures(run.traces, run.server_stats) | _server(run.server_stats)
+        if options.next_edit_ms > 0:
+            figures |= next_edit.figures([r for t in run.traces for r in t.next_edits])
         runs.append((run, figures, tally))
     print(table([(run.label, figures) for run, figures, _ in runs], options.pause_ms))
     for run, _, _ in runs:

@@ -58,6 +58,7 @@ class SessionTrace:
     requests: list[RequestRecord] = field(default_factory=list)
     end: float = 0.0  # when the last message of the session was sent
     late_ms_max: float = 0.0  # how far behind schedule the replayer ever sent a message
+    next_edits: list[Any] = field(default_factory=list)  # `next_edit.NextEditRecord`s
 
 
 @dataclass
