@@ -608,6 +608,11 @@ def build_server(
         if ls.next_edits is not None and (sid := edit_wire.edit_id(params)) is not None:
             ls.next_edits.did_show(sid)
 
+    @server.feature(edit_wire.DID_FOCUS)
+    def text_document_did_focus(ls: SpecServer, params: Any) -> None:
+        """Copilot's clients say which document has the focus; nothing to do with it (accepted
+        so that it is not logged as an unknown method at every buffer switch)."""
+
     @server.feature(edit_wire.DID_REJECT)
     def spec_lsp_did_reject_inline_edit(ls: SpecServer, params: Any) -> None:
         if ls.next_edits is not None and (sid := edit_wire.edit_id(params)) is not None:

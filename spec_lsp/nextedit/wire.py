@@ -18,6 +18,7 @@ from spec_lsp.positions import Encoding, units_len
 METHOD = "textDocument/copilotInlineEdit"
 DID_SHOW = "textDocument/didShowInlineEdit"
 DID_REJECT = "spec-lsp/didRejectInlineEdit"
+DID_FOCUS = "textDocument/didFocus"  # Copilot's clients send it; accepted, unused
 ACCEPT_COMMAND = "spec-lsp.didAcceptInlineEdit"
 
 
