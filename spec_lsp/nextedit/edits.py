@@ -4,7 +4,8 @@
 differ (common start and end), so an edit replaces `self.count` -> `self.total` as the word, not
 the line; a block of lines removed is one edit whose text is empty, lines added one whose range is
 empty. `reverts` tells an edit that would undo one of the user's own recent edits (a model
-"fixing" code the user just changed back to what it was): such an edit is never shown. `choose`
+"fixing" code the user just changed back to what it was): such an edit is never shown, nor one
+that only moves whitespace (`cosmetic`). `choose`
 picks the edit to show: the first at or below the cursor's line, else the nearest above.
 Positions are (row, col) in characters of the document's lines. Knows nothing of LSP or models.
 """
@@ -111,6 +112,20 @@ def reverts(edit: Edit, doc: list[str], hunks: list[Hunk]) -> bool:
         if window == hunk.old and delta == len(hunk.old) - len(hunk.new):
             return True
     return False
+
+
+def replaced(edit: Edit, doc: list[str]) -> str:
+    """The document text an edit replaces."""
+    (r1, c1), (r2, c2) = edit.start, edit.end
+    if r1 == r2:
+        return doc[r1][c1:c2]
+    return "\n".join([doc[r1][c1:], *doc[r1 + 1 : r2], doc[r2][:c2]])
+
+
+def cosmetic(edit: Edit, doc: list[str]) -> bool:
+    """Whether an edit only moves whitespace (a blank line, an indent, a trailing space): a
+    small model's slip more often than anyone's next edit; never shown."""
+    return "".join(replaced(edit, doc).split()) == "".join(edit.text.split())
 
 
 def choose(edits: list[Edit], row: int) -> Edit | None:

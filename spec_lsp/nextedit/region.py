@@ -17,9 +17,12 @@ from spec_lsp.completion.history import Hunk
 SPAN = 10
 NEAR = 30
 REACH = 6
-MAX_LINES = 40
-ABOVE, BELOW = 60, 30
-CONTEXT_CHARS = 3000
+MAX_LINES = 30
+# The file around the region: enough to name what the region uses, small enough that the prompt
+# stays well under a preset's window (a prompt over it would be cut at a moving start, and no KV
+# could be reused) and that what follows an edit, re-prefilled at each request, stays short.
+ABOVE, BELOW = 40, 12
+CONTEXT_CHARS = 2000
 
 Snap = Callable[[str, int, int, int], "tuple[int, int]"]  # (uri, first, last, reach) -> rows
 
@@ -36,9 +39,13 @@ def editable_region(
     if snap is not None:
         first, final = snap(uri, first, final, REACH)
         first, final = max(0, first), min(end, final)
-    if final - first + 1 > MAX_LINES:  # keep the cursor's neighbourhood
-        first = max(first, min(row - MAX_LINES // 2, final - MAX_LINES + 1))
-        final = first + MAX_LINES - 1
+    if final - first + 1 > MAX_LINES:  # keep the cursor, the latest edit and what is between
+        near = last is not None and abs(last.start - row) <= NEAR
+        lo = min(row, last.start) if near and last is not None else row
+        hi = max(row, last.end) if near and last is not None else row
+        middle = (lo + hi) // 2
+        first = max(first, min(middle - MAX_LINES // 2, final - MAX_LINES + 1))
+        final = min(final, first + MAX_LINES - 1)
     return first, final
 
 

@@ -28,11 +28,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from spec_lsp.completion.history import Hunk
 from spec_lsp.completion.neighbours import private, uri_path
 from spec_lsp.completion.service import CompletionService
 from spec_lsp.documents import Document
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
-from spec_lsp.nextedit.edits import Edit, choose, region_edits, reverts
+from spec_lsp.nextedit.edits import Edit, choose, cosmetic, region_edits, reverts
 from spec_lsp.nextedit.formats import EditContext, EditPrompt, format_for, region_lines
 from spec_lsp.nextedit.region import context_lines, editable_region
 from spec_lsp.nextedit.stats import NextEditStats
@@ -42,7 +43,9 @@ from spec_lsp.worker import Job
 # beats noise). Measured by `spec-lsp bench next-edit` on this repository's history: see
 # docs/benchmarks.md.
 MIN_CONFIDENCE = 0.5
-PREFILL_CHUNK = 32  # a completion request that cancels a next edit waits one such pass at most
+# A completion request that cancels a next edit waits one such pass at most (~0.3 s here); passes
+# much shorter prefill slower.
+PREFILL_CHUNK = 64
 ISSUED_SIZE = 256  # edits remembered for their shown/accepted notifications
 
 
@@ -118,8 +121,7 @@ class NextEdits:
             self._rewrites.pop(doc.uri, None)  # all made, or edited otherwise: ask the model
             return None
         hunks = self.c.history.hunks(doc.uri)
-        edits = region_edits(doc.lines, rw.first, now, rw.new)
-        edits = [e for e in edits if not reverts(e, doc.lines, hunks)]
+        edits = self._worth(region_edits(doc.lines, rw.first, now, rw.new), doc, hunks)
         if not edits:
             self._rewrites.pop(doc.uri, None)
         return choose(edits, row)
@@ -155,8 +157,7 @@ class NextEdits:
         new = region_lines(result.text)
         if new == ctx.region:
             return None
-        edits = region_edits(doc.lines, first, ctx.region, new)
-        edits = [e for e in edits if not reverts(e, doc.lines, hunks)]
+        edits = self._worth(region_edits(doc.lines, first, ctx.region, new), doc, hunks)
         if not edits:
             return None
         self._rewrites[doc.uri] = Rewrite(first, ctx.region, new, len(doc.lines))
@@ -199,6 +200,11 @@ class NextEdits:
             self.stats.cancelled += int(result.cancelled)
             return None
         return result
+
+    @staticmethod
+    def _worth(edits: list[Edit], doc: Document, hunks: list[Hunk]) -> list[Edit]:
+        """The edits worth showing: none that undoes the user's own or only moves whitespace."""
+        return [e for e in edits if not reverts(e, doc.lines, hunks) and not cosmetic(e, doc.lines)]
 
     def _give_way(self, uri: str | None) -> None:
         """A completion request arrived (None) or `uri` changed: its next edit stops, and a

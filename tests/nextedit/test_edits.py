@@ -78,7 +78,9 @@ def test_an_edit_that_undoes_the_users_own_edit_is_refused() -> None:
 def test_the_region_takes_in_the_latest_edit_and_stays_bounded() -> None:
     lines = [f"x{i} = {i}" for i in range(200)]
     assert editable_region(lines, 100, None) == (90, 110)
-    assert editable_region(lines, 100, Hunk(120, ["a"], ["b"])) == (90, 121)
+    assert editable_region(lines, 100, Hunk(115, ["a"], ["b"])) == (90, 116)
+    first, last = editable_region(lines, 100, Hunk(125, ["a"], ["b"]))  # over MAX_LINES
+    assert last - first + 1 == MAX_LINES and first <= 100 and last >= 125
     assert editable_region(lines, 100, Hunk(150, ["a"], ["b"])) == (90, 110)  # too far
     first, last = editable_region(lines, 100, None, lambda _u, f, la, _r: (f - 30, la + 30))
     assert last - first + 1 == MAX_LINES and first <= 100 <= last
@@ -97,3 +99,12 @@ def test_every_format_marks_the_region_and_copies_it() -> None:
     assert Sweep().render(ctx).text.count("def area(width, height):") >= 2  # original/ and .diff
     assert "<|user_cursor_is_here|>" in Zeta().render(ctx).text
     assert region_lines("a\nb\n") == ["a", "b"] and region_lines("a") == ["a"]
+
+
+def test_an_edit_that_only_moves_whitespace_is_cosmetic() -> None:
+    from spec_lsp.nextedit.edits import cosmetic
+
+    doc = ["x = 1", "", "y = 2  "]
+    assert cosmetic(Edit((0, 5), (1, 0), ""), doc)  # a blank line removed
+    assert cosmetic(Edit((2, 5), (2, 7), ""), doc)  # trailing spaces
+    assert not cosmetic(Edit((0, 4), (0, 5), "2"), doc)
