@@ -1,4 +1,4 @@
-"""`spec-lsp bench engine|server|syntax|remote|load|fim`: the argument parser for the benchmarks.
+"""`spec-lsp bench engine|server|syntax|remote|load|fim|next-edit`: the benchmarks' argument parser.
 
 Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
 when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
@@ -23,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_remote(bsub)
     _register_load(bsub)
     _register_fim(bsub)
+    _register_next_edit(bsub)
 
 
 def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -242,3 +243,41 @@ def cmd_fim(args: argparse.Namespace) -> int:
         threads=args.threads,
         device=args.device,
     )
+
+
+def _register_next_edit(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser(
+        "next-edit", help="next edit suggestions on cases mined from a git repository's history"
+    )
+    p.add_argument("--repo", default=".", metavar="PATH", help="a git repository (default: here)")
+    p.add_argument("--preset", default="coder", metavar="P", help="model pair or preset file")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--limit", type=int, default=200, metavar="N", help="positive cases")
+    p.add_argument("--negatives", type=int, default=50, metavar="N", help="negative cases")
+    p.add_argument("--json", metavar="PATH", help="write the figures and per-case rows as JSON")
+    p.add_argument(
+        "--compare",
+        choices=("target-only",),
+        help="rerun the cases with speculation off: the rewrite's decode speed ratio",
+    )
+    p.set_defaults(func=cmd_next_edit)
+
+
+def cmd_next_edit(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.next_edit import main
+    from spec_lsp.benchmarks.next_edit_cases import MiningError
+    from spec_lsp.replay.client import ServerError
+
+    try:
+        return main(
+            args.repo,
+            args.preset,
+            args.limit,
+            args.negatives,
+            args.json,
+            compare=args.compare,
+            device=args.device,
+        )
+    except (MiningError, ServerError) as exc:
+        print(f"spec-lsp: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,313 @@
+"""`spec-lsp bench next-edit`: next edit suggestions asked of the real server, scored per case.
+
+For each case (`next_edit_cases`) it opens the case's text under a fresh uri, asks one untimed
+`textDocument/copilotInlineEdit` at the cursor (the document is then warm), sends the history
+hunks as incremental didChange notifications (version + 1 each), asks the timed request at the
+cursor with the current version, and closes the document. Scores, with B the document after the
+history, P = B with the predicted edit applied and E = B with the expected edit applied:
+
+- exact match: P == E (the whole documents' texts);
+- edit similarity: difflib's `SequenceMatcher(autojunk=False).ratio()` between the changed
+  regions of P and E. The region is the smallest span of B that holds both minimal edits
+  (`diff_edit(B, P)` and `diff_edit(B, E)`); each side is that span with its own edit applied.
+  Edits whose spans of B are apart (not overlapping or touching) score 0.0, as does no
+  suggestion (P == B), so an edit elsewhere earns nothing for the text between; the mean is
+  over all positive cases;
+- quiet (negative cases): the answer changes nothing (no edit, or an edit that leaves B as is);
+- latency: the timed request, from sending it to its answer, p50/p90 in ms (all of them, and
+  those answered with an edit);
+- decode: the server's own `nextEdit.decode` figures from `spec-lsp/stats` after the run
+  (tokens per verify pass, None when the backend counted no pass; tokens/s); with
+  `compare="target-only"` the cases run again with `{"speculation": "off"}`, and the ratio of
+  the two tokens/s is the rewrite's decode speed with copy drafts over target-only.
+
+It speaks LSP over stdio through the replayer's client and start-up (`replay/`), like an editor;
+it knows nothing of the server's insides. Prints a table; `json_path` gets every figure and the
+per-case rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+from spec_lsp.benchmarks.next_edit_cases import (
+    Case,
+    after_history,
+    apply,
+    head_commit,
+    mine,
+    repo_root,
+)
+from spec_lsp.replay.analysis import percentiles
+from spec_lsp.replay.client import LspClient, ServerError
+from spec_lsp.replay.document import diff_edit, offset_of, position_of
+from spec_lsp.replay.replayer import _initialize, _wait_ready, default_server_cmd
+
+METHOD = "textDocument/copilotInlineEdit"
+TIMEOUT_S = 600.0  # one answer of a real model on a slow CPU (a cold prompt, a long region)
+LOAD_TIMEOUT_S = 600.0
+TARGET_ONLY = {"speculation": "off"}
+
+
+def apply_inline_edit(text: str, edit: dict[str, Any]) -> str:
+    """`text` with an InlineEdit's `range` (UTF-16 positions) replaced by its `text`."""
+    start = edit["range"]["start"]
+    end = edit["range"]["end"]
+    lo = offset_of(text, int(start["line"]), int(start["character"]))
+    hi = max(lo, offset_of(text, int(end["line"]), int(end["character"])))
+    return text[:lo] + str(edit["text"]) + text[hi:]
+
+
+def edit_similarity(base: str, predicted: str, expected: str) -> float:
+    """Character-level similarity of the regions the two edits of `base` changed (see above)."""
+    if predicted == base:
+        return 0.0
+    p, e = diff_edit(base, predicted), diff_edit(base, expected)
+    if max(p.start, e.start) > min(p.start + p.old_len, e.start + e.old_len):
+        return 0.0  # apart
+    lo = min(p.start, e.start)
+    hi = max(p.start + p.old_len, e.start + e.old_len)
+
+    def region(start: int, old_len: int, new: str) -> str:
+        return base[lo:start] + new + base[start + old_len : hi]
+
+    a, b = region(p.start, p.old_len, p.text), region(e.start, e.old_len, e.text)
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def score(case: Case, base: str, answer: Any, version: int) -> dict[str, Any]:
+    """One case's row from the timed answer (`{"edits": [...]}`) for `base` at `version`."""
+    edits = answer.get("edits") if isinstance(answer, dict) else None
+    edit = edits[0] if edits else None
+    stale = edit is not None and edit.get("textDocument", {}).get("version") != version
+    predicted = base if edit is None or stale else apply_inline_edit(base, edit)
+    row: dict[str, Any] = {
+        "id": case.id,
+        "positive": case.positive,
+        "history": len(case.history),
+        "edits": len(edits or []),
+        "stale": stale,
+        "suggested": predicted != base,
+        "predicted": None if edit is None else {"range": edit["range"], "text": edit["text"]},
+    }
+    if case.expected is None:
+        return row | {"quiet": predicted == base}
+    want = apply(base, case.expected)
+    start = position_of(base, case.expected.start)
+    end = position_of(base, case.expected.start + case.expected.old_len)
+    return row | {
+        "expected": {"range": {"start": start, "end": end}, "text": case.expected.text},
+        "exact": predicted == want,
+        "similarity": round(edit_similarity(base, predicted, want), 4),
+    }
+
+
+async def _ask(client: LspClient, uri: str, version: int, offset: int, text: str) -> Any:
+    """copilotInlineEdit at a str offset of `text` (clamped to its end)."""
+    params = {
+        "textDocument": {"uri": uri, "version": version},
+        "position": position_of(text, min(offset, len(text))),
+    }
+    return await client.request(METHOD, params, timeout=TIMEOUT_S)
+
+
+async def run_case(client: LspClient, case: Case, n: int) -> dict[str, Any]:
+    """Open, warm, history, the timed request, close: the case's scored row."""
+    uri = f"file:///bench/{n}/{quote(case.path)}"
+    item = {"uri": uri, "languageId": case.language, "version": 1, "text": case.text}
+    client.notify("textDocument/didOpen", {"textDocument": item})
+    # untimed, at the cursor's offset in the text before the history: warms the document
+    await _ask(client, uri, 1, case.cursor, case.text)
+    text, version = case.text, 1
+    for edit in case.history:
+        version += 1
+        change = {
+            "range": {
+                "start": position_of(text, edit.start),
+                "end": position_of(text, edit.start + edit.old_len),
+            },
+            "text": edit.text,
+        }
+        client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+        )
+        text = apply(text, edit)
+    t0 = time.perf_counter()
+    answer = await _ask(client, uri, version, case.cursor, text)
+    ms = (time.perf_counter() - t0) * 1000.0
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return score(case, after_history(case), answer, version) | {"latency_ms": round(ms, 2)}
+
+
+async def run_cases(
+    cases: list[Case],
+    server_cmd: list[str],
+    init_options: dict[str, Any],
+    log: IO[bytes],
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """One server for all cases: the rows, the server's status before and stats after."""
+    client = LspClient(server_cmd, log)
+    await client.start()
+    try:
+        await _initialize(client, "utf-16", init_options)
+        status = await _wait_ready(client, LOAD_TIMEOUT_S)
+        rows = []
+        for n, case in enumerate(cases, start=1):
+            row = await run_case(client, case, n)
+            rows.append(row)
+            progress(
+                f"case {n}/{len(cases)} {case.id}: {_verdict(row)}, {row['latency_ms']:.0f} ms"
+            )
+        stats = await client.request("spec-lsp/stats", {}, timeout=30.0)
+    finally:
+        messages = list(client.messages)
+        await client.stop(timeout=30.0)
+    return {"status": status, "stats": stats, "rows": rows, "messages": messages}
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    if not row["positive"]:
+        return "quiet" if row["quiet"] else "suggested (negative)"
+    if row["exact"]:
+        return "exact"
+    return f"similarity {row['similarity']:.2f}" if row["suggested"] else "nothing suggested"
+
+
+def _latency(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return percentiles([r["latency_ms"] for r in rows], (50, 90)) | {"n": len(rows)}
+
+
+def figures(rows: list[dict[str, Any]], stats: Any) -> dict[str, Any]:
+    """The run's figures from its rows and the server's `spec-lsp/stats` after it."""
+    pos = [r for r in rows if r["positive"]]
+    neg = [r for r in rows if not r["positive"]]
+    next_edit = (stats or {}).get("nextEdit") or {}
+    decode = next_edit.get("decode") or {}
+    exact = sum(r["exact"] for r in pos)
+    quiet = sum(r["quiet"] for r in neg)
+    return {
+        "positives": len(pos),
+        "negatives": len(neg),
+        "exact_matches": exact,
+        "exact_match": exact / len(pos) if pos else None,
+        "edit_similarity": sum(r["similarity"] for r in pos) / len(pos) if pos else None,
+        "suggested_on_positives": sum(r["suggested"] for r in pos) / len(pos) if pos else None,
+        "quiet_negatives": quiet,
+        "quiet_on_negatives": quiet / len(neg) if neg else None,
+        "stale_answers": sum(r["stale"] for r in rows),
+        "latency_ms": _latency(rows),
+        "latency_ms_suggested": _latency([r for r in rows if r["suggested"]]),
+        "tokens_per_pass": decode.get("tokensPerPass") if decode.get("targetForwards") else None,
+        "decode_tokens_per_s": decode.get("tokensPerS"),
+        "server_next_edit": next_edit,
+    }
+
+
+def _run(cases: list[Case], cmd: list[str], init: dict[str, Any], label: str) -> dict[str, Any]:
+    """One run in its own event loop; the server's stderr goes to a log shown on failure."""
+
+    def progress(line: str) -> None:
+        print(f"[{label}] {line}", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryFile() as log:
+        try:
+            run = asyncio.run(run_cases(cases, cmd, init, log, progress))
+        except ServerError as exc:
+            log.seek(0)
+            tail = log.read().decode("utf-8", "replace")[-3000:]
+            raise ServerError(f"{exc}\n--- server log (tail) ---\n{tail}") from None
+    return {"label": label, "init_options": init, "figures": figures(run["rows"], run["stats"])} | {
+        "server_status": run["status"],
+        "server_messages": run["messages"],
+        "rows": run["rows"],
+    }
+
+
+def _speed_ratio(runs: list[dict[str, Any]]) -> float | None:
+    if len(runs) < 2:
+        return None
+    spec = runs[0]["figures"]["decode_tokens_per_s"]
+    plain = runs[1]["figures"]["decode_tokens_per_s"]
+    return round(spec / plain, 3) if spec and plain else None
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _num(v: Any, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _p50_p90(latency: dict[str, Any]) -> str:
+    return f"{_num(latency['p50'], 1)} / {_num(latency['p90'], 1)}"
+
+
+def print_table(report: dict[str, Any]) -> None:
+    runs = report["runs"]
+    print(
+        f"next edit: {report['repo']} at {report['head'][:12]}, preset {report['preset']}, "
+        f"{report['cases']['positive']} positive + {report['cases']['negative']} negative cases"
+    )
+    rows: list[tuple[str, list[str]]] = [("", [r["label"] for r in runs])]
+    for name, cell in (
+        ("exact match", lambda f: f"{_pct(f['exact_match'])} ({f['exact_matches']})"),
+        ("edit similarity (mean)", lambda f: _num(f["edit_similarity"], 3)),
+        ("suggested on positives", lambda f: _pct(f["suggested_on_positives"])),
+        (
+            "quiet on negatives",
+            lambda f: f"{_pct(f['quiet_on_negatives'])} ({f['quiet_negatives']})",
+        ),
+        ("latency p50 / p90 (ms)", lambda f: _p50_p90(f["latency_ms"])),
+        ("  answers with an edit", lambda f: _p50_p90(f["latency_ms_suggested"])),
+        ("tokens per verify pass", lambda f: _num(f["tokens_per_pass"])),
+        ("rewrite decode (tok/s)", lambda f: _num(f["decode_tokens_per_s"], 1)),
+    ):
+        rows.append((name, [cell(r["figures"]) for r in runs]))
+    width = max(len(name) for name, _ in rows)
+    for name, cells in rows:
+        print(f"{name:<{width}}  " + "  ".join(f"{c:>16}" for c in cells))
+    if (ratio := report["decode_speed_ratio"]) is not None:
+        print(f"rewrite decode speed, copy drafts / target-only: {ratio:.2f}x")
+
+
+def main(
+    repo: str,
+    preset: str,
+    limit: int,
+    negatives: int,
+    json_path: str | None,
+    compare: str | None = None,
+    device: str = "auto",
+) -> int:
+    cases = mine(repo, limit, negatives)
+    positive = sum(c.positive for c in cases)
+    print(f"{positive} positive + {len(cases) - positive} negative cases", file=sys.stderr)
+    cmd = default_server_cmd(preset) + ["--device", device, "--log-level", "WARNING"]
+    plans = [("spec", {"preset": preset})]
+    if compare == "target-only":
+        plans.append(("target-only", {"preset": preset} | TARGET_ONLY))
+    runs = [_run(cases, cmd, init, label) for label, init in plans]
+    report = {
+        "repo": str(repo_root(repo)),
+        "head": head_commit(repo),
+        "preset": preset,
+        "cases": {"positive": positive, "negative": len(cases) - positive},
+        "decode_speed_ratio": _speed_ratio(runs),
+        "runs": runs,
+    }
+    print_table(report)
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=2))
+    return 0
