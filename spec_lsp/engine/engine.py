@@ -93,7 +93,7 @@ class SpecEngine(api.BackendBase):
         max_tokens = self.options.max_cached_tokens or tokens_for_budget(self, self.options)
         self.docs = DocumentStates(self.options.max_docs, max_tokens)
         # Rewrites (requests with a `reference`) keep their KV apart, one document's window.
-        self.rewrites = DocumentStates(REWRITE_DOCS, self.options.context_tokens + 256)
+        self.rewrites = DocumentStates(REWRITE_DOCS, self.options.context_tokens + 512)
         self._ngram = NgramDrafter(self.options.ngram_max)
         self._model_drafter: ModelDrafter | HeadDrafter = (
             HeadDrafter(self.options.head_min_confidence)

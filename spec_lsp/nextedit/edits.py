@@ -19,7 +19,7 @@ from spec_lsp.completion.history import Hunk
 
 
 @dataclass(frozen=True)
-class Edit:
+class Replacement:
     start: tuple[int, int]
     end: tuple[int, int]
     text: str
@@ -40,22 +40,24 @@ def _offset_to_pos(lines: list[str], first: int, offset: int) -> tuple[int, int]
     return first + len(lines) - 1, len(lines[-1]) if lines else 0
 
 
-def _trimmed(doc: list[str], row: int, old: list[str], new: list[str]) -> Edit | None:
+def _trimmed(doc: list[str], row: int, old: list[str], new: list[str]) -> Replacement | None:
     """The edit replacing whole lines `old` (at document line `row`) by `new`, trimmed to the
     characters that differ."""
     if not old:  # an insertion of whole lines before `row`
         if row < len(doc):
-            return Edit((row, 0), (row, 0), "".join(line + "\n" for line in new))
+            return Replacement((row, 0), (row, 0), "".join(line + "\n" for line in new))
         last = len(doc) - 1
-        return Edit((last, len(doc[last])), (last, len(doc[last])), "".join("\n" + s for s in new))
+        return Replacement(
+            (last, len(doc[last])), (last, len(doc[last])), "".join("\n" + s for s in new)
+        )
     a, b = "\n".join(old), "\n".join(new)
     if not new:  # whole lines removed, with their line break
         end_row = row + len(old)
         if end_row < len(doc):
-            return Edit((row, 0), (end_row, 0), "")
+            return Replacement((row, 0), (end_row, 0), "")
         if row == 0:
-            return Edit((0, 0), (end_row - 1, len(doc[end_row - 1])), "")
-        return Edit((row - 1, len(doc[row - 1])), (end_row - 1, len(doc[end_row - 1])), "")
+            return Replacement((0, 0), (end_row - 1, len(doc[end_row - 1])), "")
+        return Replacement((row - 1, len(doc[row - 1])), (end_row - 1, len(doc[end_row - 1])), "")
     p = 0
     while p < min(len(a), len(b)) and a[p] == b[p]:
         p += 1
@@ -71,14 +73,14 @@ def _trimmed(doc: list[str], row: int, old: list[str], new: list[str]) -> Edit |
         s -= 1
     start = _offset_to_pos(old, row, p)
     end = _offset_to_pos(old, row, len(a) - s)
-    return Edit(start, end, b[p : len(b) - s])
+    return Replacement(start, end, b[p : len(b) - s])
 
 
 def _word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def region_edits(doc: list[str], first: int, old: list[str], new: list[str]) -> list[Edit]:
+def region_edits(doc: list[str], first: int, old: list[str], new: list[str]) -> list[Replacement]:
     """The edits that turn the region `old` (document lines from `first`) into `new`, in
     document order."""
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
@@ -99,7 +101,7 @@ def region_edits(doc: list[str], first: int, old: list[str], new: list[str]) -> 
     return edits
 
 
-def reverts(edit: Edit, doc: list[str], hunks: list[Hunk]) -> bool:
+def reverts(edit: Replacement, doc: list[str], hunks: list[Hunk]) -> bool:
     """Whether making `edit` puts back the old text of one of the user's recent hunks."""
     after = edit.apply(doc)
     delta = len(after) - len(doc)
@@ -114,7 +116,7 @@ def reverts(edit: Edit, doc: list[str], hunks: list[Hunk]) -> bool:
     return False
 
 
-def replaced(edit: Edit, doc: list[str]) -> str:
+def replaced(edit: Replacement, doc: list[str]) -> str:
     """The document text an edit replaces."""
     (r1, c1), (r2, c2) = edit.start, edit.end
     if r1 == r2:
@@ -122,13 +124,13 @@ def replaced(edit: Edit, doc: list[str]) -> str:
     return "\n".join([doc[r1][c1:], *doc[r1 + 1 : r2], doc[r2][:c2]])
 
 
-def cosmetic(edit: Edit, doc: list[str]) -> bool:
+def cosmetic(edit: Replacement, doc: list[str]) -> bool:
     """Whether an edit only moves whitespace (a blank line, an indent, a trailing space): a
     small model's slip more often than anyone's next edit; never shown."""
     return "".join(replaced(edit, doc).split()) == "".join(edit.text.split())
 
 
-def choose(edits: list[Edit], row: int) -> Edit | None:
+def choose(edits: list[Replacement], row: int) -> Replacement | None:
     """The edit to show for a cursor on `row`: the first at or below it, else the last above."""
     below = [e for e in edits if e.end[0] >= row]
     if below:

@@ -18,11 +18,13 @@ SPAN = 10
 NEAR = 30
 REACH = 6
 MAX_LINES = 30
+MAX_CHARS = 2400  # the region's characters (~700 tokens of code): its rewrite is the latency
 # The file around the region: enough to name what the region uses, small enough that the prompt
 # stays well under a preset's window (a prompt over it would be cut at a moving start, and no KV
 # could be reused) and that what follows an edit, re-prefilled at each request, stays short.
 ABOVE, BELOW = 40, 12
-CONTEXT_CHARS = 2000
+CONTEXT_CHARS = 1500
+STEP = 16
 
 Snap = Callable[[str, int, int, int], "tuple[int, int]"]  # (uri, first, last, reach) -> rows
 
@@ -32,6 +34,8 @@ def editable_region(
 ) -> tuple[int, int]:
     """(first, last) line of the region for a cursor on `row` (inclusive)."""
     end = len(lines) - 1
+    if end > 0 and lines[end] == "":  # the empty "line" after a final newline is no line
+        end -= 1
     first, final = max(0, row - SPAN), min(end, row + SPAN)
     if last is not None and abs(last.start - row) <= NEAR:
         first = max(0, min(first, last.start - 1))
@@ -46,18 +50,23 @@ def editable_region(
         middle = (lo + hi) // 2
         first = max(first, min(middle - MAX_LINES // 2, final - MAX_LINES + 1))
         final = min(final, first + MAX_LINES - 1)
+    while sum(len(s) + 1 for s in lines[first : final + 1]) > MAX_CHARS and first < final:
+        if final > row and (final - row >= row - first or first == row):
+            final -= 1  # long lines: give up the side farther from the cursor first
+        else:
+            first += 1
     return first, final
 
 
 def context_lines(lines: list[str], first: int, last: int) -> tuple[list[str], list[str]]:
-    """The lines shown above and below a region, bounded in count and characters."""
-    above: list[str] = []
-    size = 0
-    for line in reversed(lines[max(0, first - ABOVE) : first]):
-        size += len(line) + 1
-        if size > CONTEXT_CHARS:
-            break
-        above.append(line)
+    """The lines shown above and below a region, bounded in count and characters. The lines
+    above start on a multiple of `STEP` (dropped in whole steps to fit the characters): the
+    region moving by a line or two, as the latest edit widens it, leaves the prompt's start, and
+    so its KV, as it was."""
+    start = max(0, (first - ABOVE) // STEP * STEP)
+    while start < first and sum(len(s) + 1 for s in lines[start:first]) > CONTEXT_CHARS:
+        start += STEP
+    above = lines[min(start, first) : first]
     below: list[str] = []
     size = 0
     for line in lines[last + 1 : last + 1 + BELOW]:
@@ -65,4 +74,4 @@ def context_lines(lines: list[str], first: int, last: int) -> tuple[list[str], l
         if size > CONTEXT_CHARS:
             break
         below.append(line)
-    return above[::-1], below
+    return above, below

@@ -33,7 +33,7 @@ from spec_lsp.completion.neighbours import private, uri_path
 from spec_lsp.completion.service import CompletionService
 from spec_lsp.documents import Document
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
-from spec_lsp.nextedit.edits import Edit, choose, cosmetic, region_edits, reverts
+from spec_lsp.nextedit.edits import Replacement, choose, cosmetic, region_edits, reverts
 from spec_lsp.nextedit.formats import EditContext, EditPrompt, format_for, region_lines
 from spec_lsp.nextedit.region import context_lines, editable_region
 from spec_lsp.nextedit.stats import NextEditStats
@@ -56,7 +56,7 @@ class Suggested:
     id: str
     uri: str
     version: int
-    edit: Edit
+    edit: Replacement
 
 
 @dataclass
@@ -108,7 +108,7 @@ class NextEdits:
         ready = ready and o.language_enabled(doc.language_id) and not private(o, doc.uri)
         return ready and format_for(info.next_edit) is not None
 
-    def _from_rewrite(self, doc: Document, row: int) -> Edit | None:
+    def _from_rewrite(self, doc: Document, row: int) -> Replacement | None:
         """The next edit of the document's last rewrite, while its region holds the old lines
         with some of the rewrite's edits made (the ones shown and accepted), and nothing else
         changed the document's length."""
@@ -126,7 +126,7 @@ class NextEdits:
             self._rewrites.pop(doc.uri, None)
         return choose(edits, row)
 
-    async def _predict(self, doc: Document, row: int, col: int) -> Edit | None:
+    async def _predict(self, doc: Document, row: int, col: int) -> Replacement | None:
         fmt = format_for(self.c.worker.info.next_edit)
         if fmt is None:
             return None
@@ -202,7 +202,7 @@ class NextEdits:
         return result
 
     @staticmethod
-    def _worth(edits: list[Edit], doc: Document, hunks: list[Hunk]) -> list[Edit]:
+    def _worth(edits: list[Replacement], doc: Document, hunks: list[Hunk]) -> list[Replacement]:
         """The edits worth showing: none that undoes the user's own or only moves whitespace."""
         return [e for e in edits if not reverts(e, doc.lines, hunks) and not cosmetic(e, doc.lines)]
 
@@ -215,7 +215,7 @@ class NextEdits:
             self._rewrites.pop(uri, None)
 
     # -- feedback -------------------------------------------------------------------------------
-    def _issue(self, uri: str, version: int, edit: Edit) -> Suggested:
+    def _issue(self, uri: str, version: int, edit: Replacement) -> Suggested:
         sid = f"e{next(self._ids)}"
         item = Suggested(sid, uri, version, edit)
         self._issued[sid] = item

@@ -66,7 +66,7 @@ class NextEditStats:
                 "ms": round(self.decode_ms, 1),
                 "tokensPerS": round(per_s, 2),
                 "targetForwards": passes,
-                "tokensPerPass": round(self.decode_tokens / passes, 2) if passes else 0.0,
+                "tokensPerPass": round(self.decode_tokens / passes, 2) if passes else None,
                 "proposedTokens": self.proposed_tokens,
                 "acceptedTokens": self.accepted_tokens,
                 "prefillMs": round(self.prefill_ms, 1),

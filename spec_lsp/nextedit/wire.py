@@ -1,4 +1,4 @@
-"""Next edit on the wire, in the shape of GitHub Copilot's language server ("Next Edit
+"""Next edit on the wire, in the shape of GitHub Copilot's language server ("Next Replacement
 Suggestions"): `textDocument/copilotInlineEdit` params in, `{"edits": [...]}` out, the accept
 command and the ids that `textDocument/didShowInlineEdit`, `workspace/executeCommand` and
 `spec-lsp/didRejectInlineEdit` carry. Plain JSON values (the server hands them to pygls as they

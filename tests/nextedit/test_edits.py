@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spec_lsp.completion.history import Hunk
-from spec_lsp.nextedit.edits import Edit, choose, region_edits, reverts
+from spec_lsp.nextedit.edits import Replacement, choose, region_edits, reverts
 from spec_lsp.nextedit.formats import EditContext, QwenChat, Sweep, Zeta, region_lines
 from spec_lsp.nextedit.region import MAX_LINES, editable_region
 
@@ -18,7 +18,7 @@ DOC = [
 ]
 
 
-def apply_all(lines: list[str], edits: list[Edit]) -> list[str]:
+def apply_all(lines: list[str], edits: list[Replacement]) -> list[str]:
     for edit in reversed(edits):  # bottom up: earlier positions stay valid
         lines = edit.apply(lines)
     return lines
@@ -49,17 +49,21 @@ def test_the_edits_turn_the_old_region_into_the_new(new: list[str]) -> None:
 def test_an_edit_is_a_whole_word_and_each_line_its_own() -> None:
     new = [DOC[0], "    return w * height", "", "def perimeter(w, height):", DOC[4]]
     edits = region_edits(DOC, 0, DOC, new)
-    assert edits == [Edit((1, 11), (1, 16), "w"), Edit((3, 14), (3, 19), "w")]
+    assert edits == [Replacement((1, 11), (1, 16), "w"), Replacement((3, 14), (3, 19), "w")]
 
 
 def test_an_edit_inside_a_region_lower_in_the_document_is_placed_there() -> None:
     doc = ["# head", "# more"] + DOC
     new = [DOC[0], "    return w * height", *DOC[2:]]
-    assert region_edits(doc, 2, DOC, new) == [Edit((3, 11), (3, 16), "w")]
+    assert region_edits(doc, 2, DOC, new) == [Replacement((3, 11), (3, 16), "w")]
 
 
 def test_the_edit_shown_is_the_first_at_or_below_the_cursor() -> None:
-    a, b, c = Edit((1, 0), (1, 1), "x"), Edit((5, 0), (5, 1), "y"), Edit((9, 0), (9, 0), "z")
+    a, b, c = (
+        Replacement((1, 0), (1, 1), "x"),
+        Replacement((5, 0), (5, 1), "y"),
+        Replacement((9, 0), (9, 0), "z"),
+    )
     assert choose([a, b, c], 3) == b
     assert choose([a, b, c], 10) == c
     assert choose([a], 7) == a
@@ -69,8 +73,8 @@ def test_the_edit_shown_is_the_first_at_or_below_the_cursor() -> None:
 def test_an_edit_that_undoes_the_users_own_edit_is_refused() -> None:
     doc = ["def area(w, height):", "    return width * height"]
     hunk = Hunk(0, ["def area(width, height):"], ["def area(w, height):"])
-    undo = Edit((0, 9), (0, 10), "width")
-    carry = Edit((1, 11), (1, 16), "w")
+    undo = Replacement((0, 9), (0, 10), "width")
+    carry = Replacement((1, 11), (1, 16), "w")
     assert reverts(undo, doc, [hunk])
     assert not reverts(carry, doc, [hunk])
 
@@ -105,6 +109,16 @@ def test_an_edit_that_only_moves_whitespace_is_cosmetic() -> None:
     from spec_lsp.nextedit.edits import cosmetic
 
     doc = ["x = 1", "", "y = 2  "]
-    assert cosmetic(Edit((0, 5), (1, 0), ""), doc)  # a blank line removed
-    assert cosmetic(Edit((2, 5), (2, 7), ""), doc)  # trailing spaces
-    assert not cosmetic(Edit((0, 4), (0, 5), "2"), doc)
+    assert cosmetic(Replacement((0, 5), (1, 0), ""), doc)  # a blank line removed
+    assert cosmetic(Replacement((2, 5), (2, 7), ""), doc)  # trailing spaces
+    assert not cosmetic(Replacement((0, 4), (0, 5), "2"), doc)
+
+
+def test_the_lines_above_start_on_a_step_so_the_prompts_start_holds() -> None:
+    from spec_lsp.nextedit.region import STEP, context_lines
+
+    lines = [f"v{i} = {i}" for i in range(200)]
+    a, _ = context_lines(lines, 100, 110)
+    b, _ = context_lines(lines, 97, 110)  # the region widened up by the latest edit
+    assert a[0] == b[0] and int(a[0][1:].split()[0]) % STEP == 0
+    assert editable_region(lines + [""], 199, None)[1] == 199  # no line after the final newline
