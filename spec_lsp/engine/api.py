@@ -90,6 +90,8 @@ class GenerationRequest:
     # kept apart from the completions' (a rewrite never evicts a document's completion window),
     # and it reports where the output departed from them (`GenerationResult.departures`).
     reference: tuple[str, ...] = ()
+    # Called (in the worker thread) with each departure as it is found (`departures`).
+    on_departure: Callable[[int, float], None] | None = None
 
 
 @dataclass

@@ -61,6 +61,16 @@ def tokens_for_budget(engine: Any, options: Any) -> int:
     return max(int(options.kv_budget_mb * 2**20 / per_token), options.context_tokens + 256)
 
 
+def window(ids: list[int], context_tokens: int, step: int) -> list[int]:
+    """The last `context_tokens` of a prompt, cut in steps of `step` tokens: a cut by the exact
+    count would shift the first token at every keystroke and no KV could be reused; this one
+    stays put until the prompt grows by another step."""
+    over = len(ids) - context_tokens
+    if over <= 0:
+        return ids
+    return ids[-(-over // max(1, step)) * max(1, step) :]
+
+
 def advance_chunked(
     state: ModelState, tokens: list[int], chunk: int, stop: Callable[[], bool]
 ) -> bool:

@@ -260,18 +260,15 @@ class CopyDrafter:
         return None
 
 
-class CopyK:
+class CopyK(AdaptiveK):
     """The copy drafter's draft length, with the gate's interface (`plan_round`, `record`):
     doubled after a fully accepted copy (up to `k_max`: a rewrite copies long stretches), cut
     to twice what was accepted after a rejection (at least `k_min`: the copy is out of step,
     and a long rejected pass is the costly mistake). It never steps aside: a copy costs nothing
     to propose, and a round where it finds nothing decodes plainly."""
 
-    held = False
-    closed = False
-
     def __init__(self, k: int, k_min: int, k_max: int) -> None:
-        self.k, self.k_min, self.k_max = k, k_min, k_max
+        super().__init__(k, k_min, k_max)  # no cost curve: never closed
 
     def update(self, proposed: int, accepted: int, steps: int = 0) -> None:
         if proposed:

@@ -11,7 +11,6 @@ Knows nothing of LSP, editors, grammars or preset files; the stop callback is an
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field, replace
 
@@ -27,6 +26,7 @@ from spec_lsp.engine.cache import (
     advance_chunked,
     common_prefix_len,
     tokens_for_budget,
+    window,
 )
 from spec_lsp.engine.drafters import (
     CopyDrafter,
@@ -44,11 +44,9 @@ from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 from spec_lsp.engine.vocabulary import eos_ids
 
-log = logging.getLogger(__name__)
-
-# Copy drafts (`CopyDrafter`, `CopyK`): long, up to a verify pass of COPY_K_MAX + 1 rows.
-COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 32
+COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 32  # copy drafts' lengths: up to passes of 33 rows
 REWRITE_DOCS = 2  # documents whose rewrite KV is kept
+Source = tuple[Drafter, AdaptiveK]  # a drafter and its gate
 
 
 @dataclass
@@ -134,7 +132,9 @@ class SpecEngine(api.BackendBase):
             method = "ngram"
         stats = GenerationStats(method=method)
         run = _Run(request, stats)
-        prompt = self._window(self.encode(request.prompt))
+        prompt = window(
+            self.encode(request.prompt), self.options.context_tokens, self.options.window_step
+        )
         stats.prompt_tokens = len(prompt)
         if not prompt or request.max_new_tokens <= 0:
             stats.stop_reason = "max_tokens"
@@ -160,16 +160,6 @@ class SpecEngine(api.BackendBase):
 
     def _store(self, request: GenerationRequest) -> DocumentStates:
         return self.rewrites if request.reference else self.docs
-
-    def _window(self, ids: list[int]) -> list[int]:
-        """The last `context_tokens` of a prompt, cut in steps of `window_step` tokens: a cut
-        by the exact count would shift the first token at every keystroke and no KV could be
-        reused; this one stays put until the prompt grows by another step."""
-        over = len(ids) - self.options.context_tokens
-        if over <= 0:
-            return ids
-        step = max(1, self.options.window_step)
-        return ids[-(-over // step) * step :]
 
     def _draft_state(self, target: ModelState) -> ModelState | HeadDraftState:
         if self.head is not None:
@@ -201,11 +191,7 @@ class SpecEngine(api.BackendBase):
         generator: torch.Generator | None,
     ) -> None:
         """Prefill, then speculative steps until a stop condition or cancellation."""
-        sources = self._sources(run.request.doc_id, method)
-        if run.request.reference and method != "off":  # copy drafts first (speculative edits)
-            refs = [self.encode(text) for text in run.request.reference]
-            copy = CopyK(COPY_K, COPY_K_MIN, COPY_K_MAX)
-            sources.insert(0, (CopyDrafter(refs, len(prompt)), copy))  # type: ignore[arg-type]
+        sources = self._sources(run.request, method, len(prompt))
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
         if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
             # A draft whose KV lags the prompt sits a request out unless catching up pays.
@@ -259,7 +245,7 @@ class SpecEngine(api.BackendBase):
         run: _Run,
         state: DocState,
         context: list[int],
-        sources: list[tuple[Drafter, AdaptiveK]],
+        sources: list[Source],
         generator: torch.Generator | None,
     ) -> list[int]:
         """draft -> verify -> accept: the tokens the target approves this round (the accepted
@@ -284,15 +270,28 @@ class SpecEngine(api.BackendBase):
         else:
             accepted, emitted = greedy_accept(drafts, logits)
         if accepted < len(drafts) and rnd.proposal is not None and rnd.proposal.source == "copy":
-            p = torch.softmax(logits[accepted].float(), dim=-1)[emitted[-1]]  # [V] -> the token's
-            run.departures.append((len(run.generated) + accepted, float(p)))
+            self._departed(run, len(run.generated) + accepted, logits[accepted], emitted[-1])
         record(stats, rnd, accepted, len(emitted))  # feeds the gate back, counts the round
         return emitted
 
-    def _sources(self, doc_id: str | None, method: str) -> list[tuple[Drafter, AdaptiveK]]:
-        """The drafters a method asks in order (n-gram lookup first), each with its gate."""
+    def _departed(self, run: _Run, index: int, logits: torch.Tensor, token: int) -> None:
+        """The target's token `token` replaced a copied draft at output `index`: its probability."""
+        p = float(torch.softmax(logits.float(), dim=-1)[token])  # [V] -> the target's token
+        run.departures.append((index, p))
+        if run.request.on_departure is not None:
+            run.request.on_departure(index, p)
+
+    def _sources(self, req: GenerationRequest, method: str, start: int) -> list[Source]:
+        """The drafters a method asks in order, each with its gate: a request's references'
+        copy first (speculative edits), then n-gram lookup, then the draft model."""
         drafters: dict[str, Drafter] = {"ngram": self._ngram, "draft": self._model_drafter}
-        return [(drafters[s], ctl) for s, ctl in self.gates.begin(doc_id, method).items()]
+        out: list[Source] = [
+            (drafters[s], c) for s, c in self.gates.begin(req.doc_id, method).items()
+        ]
+        if req.reference and method != "off":
+            refs = [self.encode(text) for text in req.reference]
+            out.insert(0, (CopyDrafter(refs, start), CopyK(COPY_K, COPY_K_MIN, COPY_K_MAX)))
+        return out
 
     def _sample(
         self, logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None, rank=0

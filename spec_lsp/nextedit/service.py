@@ -33,6 +33,7 @@ from spec_lsp.completion.neighbours import private, uri_path
 from spec_lsp.completion.service import CompletionService
 from spec_lsp.documents import Document
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
+from spec_lsp.nextedit.early import complete_lines, settled_edits
 from spec_lsp.nextedit.edits import Replacement, choose, cosmetic, region_edits, reverts
 from spec_lsp.nextedit.formats import EditContext, EditPrompt, format_for, region_lines
 from spec_lsp.nextedit.region import context_lines, editable_region
@@ -47,6 +48,8 @@ MIN_CONFIDENCE = 0.5
 # much shorter prefill slower.
 PREFILL_CHUNK = 64
 ISSUED_SIZE = 256  # edits remembered for their shown/accepted notifications
+POLL_S = 0.02  # how often a running rewrite's text is read for a settled edit
+REST_WAIT_S = 10.0  # the longest a request waits for an early answer's rewrite to end
 
 
 @dataclass
@@ -57,6 +60,16 @@ class Suggested:
     uri: str
     version: int
     edit: Replacement
+
+
+@dataclass(frozen=True)
+class _RestOf:
+    """What an early answer's rewrite was for, to keep its rest once it ends."""
+
+    first: int
+    old: list[str]
+    total: int
+    uri: str
 
 
 @dataclass
@@ -77,6 +90,7 @@ class NextEdits:
         self._issued: OrderedDict[str, Suggested] = OrderedDict()
         self._job: tuple[str, Job] | None = None
         self._rewrites: dict[str, Rewrite] = {}
+        self._early: tuple[Job, _RestOf] | None = None  # the rewrite that answered early
         completion.listeners.append(self._give_way)
 
     # -- requests -------------------------------------------------------------------------------
@@ -88,8 +102,11 @@ class NextEdits:
         if doc is None or doc.version != version or not self._serving(doc):
             self.stats.empty += 1
             return None
-        edit = self._from_rewrite(doc, row)
-        if edit is None:
+        if (running := self._pending(uri)) is not None:  # an early answer's rewrite runs on:
+            await asyncio.wait({running.future}, timeout=REST_WAIT_S)  # its rest answers
+            await asyncio.sleep(0)  # its done callback keeps the rest (`_keep_rest`)
+        edit = self._from_rewrite(doc, row) if self.c.docs.get(uri) is doc else None
+        if edit is None and self.c.docs.get(uri) is doc and doc.version == version:
             edit = await self._predict(doc, row, col)
         if edit is not None and (self.c.docs.get(uri) is not doc or doc.version != version):
             self.stats.stale += 1
@@ -145,26 +162,66 @@ class NextEdits:
             first_line=first,
         )
         prompt = fmt.render(ctx)
-        result = await self._generate(doc, prompt)
-        if result is None:
-            return None
-        self.stats.record(result.stats)
-        if result.stats.stop_reason not in ("stop_string", "eos"):
-            return None  # no end marker: the rewrite ran out of tokens, or was cut off
-        if result.departures and min(p for _, p in result.departures) < MIN_CONFIDENCE:
-            self.stats.unsure += 1
+        job = self._submit(doc, prompt)
+        early = await self._first_settled(job, doc, first, ctx.region, row, hunks)
+        if early is not None:  # shown now; the rest of the rewrite answers the next request
+            rest = _RestOf(first, ctx.region, len(doc.lines), doc.uri)
+            self._early = (job, rest)
+            job.future.add_done_callback(lambda f: self._keep_rest(f, rest))
+            return early
+        result = await self._result(job)
+        if result is None or not self._usable(result):
             return None
         new = region_lines(result.text)
-        if new == ctx.region:
-            return None
         edits = self._worth(region_edits(doc.lines, first, ctx.region, new), doc, hunks)
         if not edits:
             return None
         self._rewrites[doc.uri] = Rewrite(first, ctx.region, new, len(doc.lines))
         return choose(edits, row)
 
-    async def _generate(self, doc: Document, prompt: EditPrompt) -> GenerationResult | None:
-        """Runs the rewrite in the worker; None when cancelled or failed."""
+    async def _first_settled(
+        self, job: Job, doc: Document, first: int, old: list[str], row: int, hunks: list[Hunk]
+    ) -> Replacement | None:
+        """The first settled edit at or below the cursor's line while the rewrite runs (`early`),
+        if the model was sure of every departure so far; None when the rewrite ended first."""
+        departures: list[float] = []
+        job.request.on_departure = lambda _i, p: departures.append(p)
+        while not job.future.done():
+            await asyncio.wait({job.future}, timeout=POLL_S)
+            written = complete_lines(job.streamed)
+            if written is None or (departures and min(departures) < MIN_CONFIDENCE):
+                continue
+            edits = settled_edits(doc.lines, first, old, written)
+            below = [e for e in self._worth(edits, doc, hunks) if e.end[0] >= row]
+            if below and self.c.docs.get(doc.uri) is doc:
+                self.stats.early += 1
+                return below[0]
+        return None
+
+    def _usable(self, result: GenerationResult) -> bool:
+        """A finished rewrite worth reading: it ended with its marker, and the model was sure
+        wherever it departed from the old text."""
+        self.stats.record(result.stats)
+        if result.stats.stop_reason not in ("stop_string", "eos"):
+            return False  # no end marker: the rewrite ran out of tokens, or was cut off
+        if result.departures and min(p for _, p in result.departures) < MIN_CONFIDENCE:
+            self.stats.unsure += 1
+            return False
+        return True
+
+    def _keep_rest(self, future: asyncio.Future[GenerationResult], rest: _RestOf) -> None:
+        """A rewrite that answered early has ended: its rest answers the next request."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        result = future.result()
+        if result.cancelled or result.failed or not self._usable(result):
+            return
+        if self.c.docs.get(rest.uri) is not None:
+            rw = Rewrite(rest.first, rest.old, region_lines(result.text), rest.total)
+            self._rewrites[rest.uri] = rw
+
+    def _submit(self, doc: Document, prompt: EditPrompt) -> Job:
+        """Starts the rewrite in the worker, superseding any other next-edit generation."""
         if self._job is not None:
             self._job[1].cancel()
         o = self.c.options
@@ -185,6 +242,10 @@ class NextEdits:
         job = Job(request, asyncio.get_running_loop().create_future())
         self._job = (doc.uri, job)
         self.c.worker.submit(job)
+        return job
+
+    async def _result(self, job: Job) -> GenerationResult | None:
+        """The rewrite's result; None when cancelled or failed."""
         try:
             result = await asyncio.shield(job.future)
         except asyncio.CancelledError:
@@ -207,12 +268,33 @@ class NextEdits:
         return [e for e in edits if not reverts(e, doc.lines, hunks) and not cosmetic(e, doc.lines)]
 
     def _give_way(self, uri: str | None) -> None:
-        """A completion request arrived (None) or `uri` changed: its next edit stops, and a
-        document closed or edited away from its rewrite is re-examined at the next request."""
-        if self._job is not None and (uri is None or self._job[0] == uri):
+        """A completion request arrived (None) or `uri` changed: its next edit stops (unless
+        the change made edits of the rewrite going on after an early answer: an accept), and a
+        closed document's rewrite is dropped."""
+        mine = self._job is not None and (uri is None or self._job[0] == uri)
+        if mine and self._job is not None and (uri is None or not self._accepting(uri)):
             self._job[1].cancel()
         if uri is not None and self.c.docs.get(uri) is None:
             self._rewrites.pop(uri, None)
+
+    def _pending(self, uri: str) -> Job | None:
+        """The rewrite that answered early for `uri`, while it runs and the document holds only
+        its old lines and lines it wrote."""
+        if self._early is None or self._early[0].future.done() or not self._accepting(uri):
+            return None
+        return self._early[0]
+
+    def _accepting(self, uri: str) -> bool:
+        """Whether `uri` holds, where its early-answered rewrite runs, only old lines and lines
+        that rewrite wrote: the user accepted its edit (the rest is still worth having)."""
+        doc = self.c.docs.get(uri)
+        if self._early is None or doc is None or self._job is None:
+            return False
+        job, rest = self._early
+        if job is not self._job[1] or rest.uri != uri:
+            return False
+        now = doc.lines[rest.first : rest.first + len(rest.old) + len(doc.lines) - rest.total]
+        return _between(now, rest.old, complete_lines(job.streamed) or [])
 
     # -- feedback -------------------------------------------------------------------------------
     def _issue(self, uri: str, version: int, edit: Replacement) -> Suggested:

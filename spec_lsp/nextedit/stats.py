@@ -21,6 +21,7 @@ class NextEditStats:
     cancelled: int = 0  # generations stopped by an edit or a completion request
     failed: int = 0
     unsure: int = 0  # rewrites dropped for a departure under MIN_CONFIDENCE
+    early: int = 0  # answered with a settled edit while the rewrite went on (`early.py`)
     shown: int = 0
     accepted: int = 0
     rejected: int = 0
@@ -56,6 +57,7 @@ class NextEditStats:
             "cancelled": self.cancelled,
             "failed": self.failed,
             "unsure": self.unsure,
+            "early": self.early,
             "shown": self.shown,
             "accepted": self.accepted,
             "rejected": self.rejected,

@@ -122,3 +122,16 @@ def test_the_lines_above_start_on_a_step_so_the_prompts_start_holds() -> None:
     b, _ = context_lines(lines, 97, 110)  # the region widened up by the latest edit
     assert a[0] == b[0] and int(a[0][1:].split()[0]) % STEP == 0
     assert editable_region(lines + [""], 199, None)[1] == 199  # no line after the final newline
+
+
+def test_an_edit_is_settled_once_old_lines_follow_it() -> None:
+    from spec_lsp.nextedit.early import complete_lines, settled_edits
+
+    old = DOC
+    assert complete_lines("def area(w") is None
+    written = complete_lines("def area(w, height):\n    return w * height\n\n")
+    assert written is not None
+    # The changed line is followed by one old line only: not settled yet.
+    assert settled_edits(DOC, 0, old, written[:3]) == []
+    settled = settled_edits(DOC, 0, old, [*written, "def perimeter(width, height):"])
+    assert settled == [Replacement((1, 11), (1, 16), "w")]
