@@ -23,6 +23,7 @@ LSP (the server converts), of torch or of tree-sitter (the completion service's 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import itertools
 import time
 from collections import OrderedDict
@@ -321,8 +322,22 @@ class NextEdits:
                 self._rewrites.pop(uri, None)
 
 
+def _blocks(old: list[str], new: list[str]) -> dict[tuple[int, int], list[str]]:
+    """The changed blocks of old -> new by their old line range, a replace of as many lines as
+    it has split line by line (as `region_edits` shows them: one can be accepted alone)."""
+    out: dict[tuple[int, int], list[str]] = {}
+    ops = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    for tag, a1, a2, b1, b2 in ops:
+        if tag == "replace" and a2 - a1 == b2 - b1:
+            out.update({(a1 + i, a1 + i + 1): [new[b1 + i]] for i in range(a2 - a1)})
+        elif tag != "equal":
+            out[(a1, a2)] = new[b1:b2]
+    return out
+
+
 def _between(now: list[str], old: list[str], new: list[str]) -> bool:
-    """Whether `now` could be `old` with some of the changes toward `new` made: every line of
-    `now` is a line of `old` or of `new`."""
-    allowed = set(old) | set(new)
-    return all(line in allowed for line in now)
+    """Whether `now` is `old` with some of the rewrite's changes toward `new` made, and nothing
+    else changed (the user's own typing since leaves the rewrite behind)."""
+    made = _blocks(old, now)
+    wanted = _blocks(old, new)
+    return all(wanted.get(span) == lines for span, lines in made.items())
