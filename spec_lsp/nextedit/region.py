@@ -1,6 +1,6 @@
 """The editable region of a next edit, and the file's lines shown around it.
 
-The region is `SPAN` lines above and below the cursor's line; widened to take in the latest edit's
+The region is `SPAN_ABOVE` lines above the cursor's line and `SPAN` below; widened to take in the latest edit's
 lines and one line either side when that edit is within `NEAR` lines (its neighbourhood is where
 the next edit most often is); then moved to syntax boundaries (`snap`: the syntax layer widens a
 side that cuts through a statement, by `REACH` lines at most); `MAX_LINES` lines at most, kept
@@ -15,6 +15,9 @@ from collections.abc import Callable
 from spec_lsp.completion.history import Hunk
 
 SPAN = 10
+# Fewer lines above the cursor: the model writes the region from its top, and an edit is shown
+# once written (`early.py`), so each line above it is paid before the answer.
+SPAN_ABOVE = 5
 NEAR = 30
 REACH = 6
 MAX_LINES = 30
@@ -36,7 +39,7 @@ def editable_region(
     end = len(lines) - 1
     if end > 0 and lines[end] == "":  # the empty "line" after a final newline is no line
         end -= 1
-    first, final = max(0, row - SPAN), min(end, row + SPAN)
+    first, final = max(0, row - SPAN_ABOVE), min(end, row + SPAN)
     if last is not None and abs(last.start - row) <= NEAR:
         first = max(0, min(first, last.start - 1))
         final = min(end, max(final, last.end))

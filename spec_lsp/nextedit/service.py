@@ -71,6 +71,7 @@ class _RestOf:
     old: list[str]
     total: int
     uri: str
+    outside: list[str]
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Rewrite:
     old: list[str]
     new: list[str]
     total: int  # the document's line count when the rewrite was made
+    outside: list[str]  # the document's lines outside the region then (they must not change)
 
 
 class NextEdits:
@@ -135,7 +137,8 @@ class NextEdits:
             return None
         size = len(rw.old) + len(doc.lines) - rw.total
         now = doc.lines[rw.first : rw.first + size]
-        if size < 0 or now == rw.new or not _between(now, rw.old, rw.new):
+        outside = doc.lines[: rw.first] + doc.lines[rw.first + size :]
+        if size < 0 or now == rw.new or outside != rw.outside or not _between(now, rw.old, rw.new):
             self._rewrites.pop(doc.uri, None)  # all made, or edited otherwise: ask the model
             return None
         hunks = self.c.history.hunks(doc.uri)
@@ -166,7 +169,8 @@ class NextEdits:
         job = self._submit(doc, prompt)
         early = await self._first_settled(job, doc, first, ctx.region, row, hunks)
         if early is not None:  # shown now; the rest of the rewrite answers the next request
-            rest = _RestOf(first, ctx.region, len(doc.lines), doc.uri)
+            outside = doc.lines[:first] + doc.lines[first + len(ctx.region) :]
+            rest = _RestOf(first, ctx.region, len(doc.lines), doc.uri, outside)
             self._early = (job, rest)
             job.future.add_done_callback(lambda f: self._keep_rest(f, rest))
             return early
@@ -177,7 +181,8 @@ class NextEdits:
         edits = self._worth(region_edits(doc.lines, first, ctx.region, new), doc, hunks)
         if not edits:
             return None
-        self._rewrites[doc.uri] = Rewrite(first, ctx.region, new, len(doc.lines))
+        outside = doc.lines[:first] + doc.lines[first + len(ctx.region) :]
+        self._rewrites[doc.uri] = Rewrite(first, ctx.region, new, len(doc.lines), outside)
         return choose(edits, row)
 
     async def _first_settled(
@@ -218,7 +223,8 @@ class NextEdits:
         if result.cancelled or result.failed or not self._usable(result):
             return
         if self.c.docs.get(rest.uri) is not None:
-            rw = Rewrite(rest.first, rest.old, region_lines(result.text), rest.total)
+            new = region_lines(result.text)
+            rw = Rewrite(rest.first, rest.old, new, rest.total, rest.outside)
             self._rewrites[rest.uri] = rw
 
     def _submit(self, doc: Document, prompt: EditPrompt) -> Job:
