@@ -50,7 +50,8 @@ from spec_lsp.benchmarks.next_edit_cases import (
 from spec_lsp.replay.analysis import percentiles
 from spec_lsp.replay.client import LspClient, ServerError
 from spec_lsp.replay.document import diff_edit, offset_of, position_of
-from spec_lsp.replay.replayer import _initialize, _wait_ready, default_server_cmd
+from spec_lsp.replay.handshake import initialize, wait_ready
+from spec_lsp.replay.replayer import default_server_cmd
 
 METHOD = "textDocument/copilotInlineEdit"
 TIMEOUT_S = 600.0  # one answer of a real model on a slow CPU (a cold prompt, a long region)
@@ -160,8 +161,8 @@ async def run_cases(
     client = LspClient(server_cmd, log)
     await client.start()
     try:
-        await _initialize(client, "utf-16", init_options)
-        status = await _wait_ready(client, LOAD_TIMEOUT_S)
+        await initialize(client, "utf-16", init_options)
+        status = await wait_ready(client, LOAD_TIMEOUT_S)
         rows = []
         for n, case in enumerate(cases, start=1):
             row = await run_case(client, case, n)
