@@ -13,10 +13,10 @@ class Doc:
         self.history = history
 
     def edit(self, r1: int, c1: int, r2: int, c2: int, text: str) -> None:
-        before = self.lines[:]
+        replaced = self.lines[r1 : r2 + 1]
         head, tail = self.lines[r1][:c1], self.lines[r2][c2:]
         self.lines[r1 : r2 + 1] = (head + text + tail).split("\n")
-        self.history.record("u", before, r1, r2, self.lines, text.count("\n"))
+        self.history.record("u", replaced, r1, self.lines, text.count("\n"))
 
 
 def clock(times: list[float]):  # type: ignore[no-untyped-def]

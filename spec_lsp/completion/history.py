@@ -96,14 +96,12 @@ class EditHistory:
     def forget(self, uri: str) -> None:
         self._docs.pop(uri, None)
 
-    def record(
-        self, uri: str, before: list[str], first: int, last: int, after: list[str], added: int
-    ) -> None:
-        """A change replaced lines `first..last` of `before` (the document's lines before it) by
-        `added` + 1 lines, starting at `first` of `after` (its lines once applied)."""
-        old = before[first : last + 1]
+    def record(self, uri: str, old: list[str], first: int, after: list[str], added: int) -> None:
+        """A change replaced the lines `old` (from line `first`, read before it was applied) by
+        `added` + 1 lines, starting at `first` of `after` (the document's lines once applied)."""
+        last = first + len(old) - 1
         new = after[first : first + added + 1]
-        delta = added + 1 - (last - first + 1)
+        delta = added + 1 - len(old)
         doc = self._docs.pop(uri, None) or _Doc()
         self._docs[uri] = doc
         while len(self._docs) > MAX_DOCS:
@@ -113,15 +111,14 @@ class EditHistory:
         if latest is not None and now - latest.at <= BURST_S and latest.touches(first, last):
             doc.hunks.pop()
             lo, hi = min(first, latest.start), max(last, latest.end - 1)
-            # In `before`, the latest hunk's lines are its `new`: widen its `old` by the lines
-            # this change touched around it, then take the union's lines from `after`.
-            head = before[lo : latest.start]
-            tail = before[latest.end : hi + 1] if hi >= latest.end else []
+            # Before the change, the latest hunk's lines were its `new`: its `old` widens by the
+            # lines this change replaced around it (they lie in `old`), then the union's lines
+            # come from `after`.
+            head = old[: max(0, latest.start - first)]
+            tail = old[latest.end - first :] if hi >= latest.end else []
             old = head + latest.old + tail
             new = after[lo : hi + 1 + delta]
             first = lo
-        else:
-            latest = None
         for hunk in doc.hunks:  # older hunks below the change move with its lines
             if hunk.start > last:
                 hunk.start += delta

@@ -109,20 +109,20 @@ class CompletionService:
             return False
         keep = not private(self.options, uri)  # `exclude` too: never a private file's edits
         for rng, text in changes:
-            before = doc.lines[:] if keep else []
             if rng is None:
-                doc.lines = text.split("\n")
+                before, doc.lines = doc.lines, text.split("\n")
                 self.syntax.replace(uri, text)
                 if keep:
                     self.history.record_whole(uri, before, doc.lines)
                 continue
             start = doc.clamp(rng[0], rng[1], encoding)
             end = doc.clamp(rng[2], rng[3], encoding)
+            (r1, _), (r2, _) = sorted((start, end))
+            replaced = doc.lines[r1 : r2 + 1] if keep else []  # the lines the history keeps
             doc.apply(start, end, text)
             self.syntax.apply_edit(uri, start, end, text)
             if keep:
-                (r1, _), (r2, _) = sorted((start, end))
-                self.history.record(uri, before, r1, r2, doc.lines, text.count("\n"))
+                self.history.record(uri, replaced, r1, doc.lines, text.count("\n"))
         doc.version = version
         if changes and changes[-1][0] is not None:
             row = changes[-1][0][0]  # type: ignore[index]

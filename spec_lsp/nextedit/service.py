@@ -27,7 +27,7 @@ import difflib
 import itertools
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from spec_lsp.completion.history import Hunk
 from spec_lsp.completion.neighbours import private, uri_path
@@ -63,26 +63,29 @@ class Suggested:
     edit: Replacement
 
 
-@dataclass(frozen=True)
-class _RestOf:
-    """What an early answer's rewrite was for, to keep its rest once it ends."""
-
-    first: int
-    old: list[str]
-    total: int
-    uri: str
-    outside: list[str]
-
-
 @dataclass
 class Rewrite:
-    """A document's last rewrite: the region's old and new lines from `first`."""
+    """A rewrite of a document's region: the old lines from `first` and the new ones (once it
+    has ended), with the document around the region as it was then."""
 
+    uri: str
     first: int
     old: list[str]
-    new: list[str]
-    total: int  # the document's line count when the rewrite was made
-    outside: list[str]  # the document's lines outside the region then (they must not change)
+    total: int  # the document's line count then
+    outside: list[str]  # the document's lines outside the region then
+    new: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, doc: Document, first: int, old: list[str]) -> Rewrite:
+        outside = doc.lines[:first] + doc.lines[first + len(old) :]
+        return cls(doc.uri, first, old, len(doc.lines), outside)
+
+    def region_now(self, lines: list[str]) -> list[str] | None:
+        """The region's lines in the document `lines`; None when it changed outside them."""
+        size = len(self.old) + len(lines) - self.total
+        if size < 0 or lines[: self.first] + lines[self.first + size :] != self.outside:
+            return None
+        return lines[self.first : self.first + size]
 
 
 class NextEdits:
@@ -93,7 +96,7 @@ class NextEdits:
         self._issued: OrderedDict[str, Suggested] = OrderedDict()
         self._job: tuple[str, Job] | None = None
         self._rewrites: dict[str, Rewrite] = {}
-        self._early: tuple[Job, _RestOf] | None = None  # the rewrite that answered early
+        self._early: tuple[Job, Rewrite] | None = None  # the rewrite that answered early
         completion.listeners.append(self._give_way)
 
     # -- requests -------------------------------------------------------------------------------
@@ -135,10 +138,8 @@ class NextEdits:
         rw = self._rewrites.get(doc.uri)
         if rw is None:
             return None
-        size = len(rw.old) + len(doc.lines) - rw.total
-        now = doc.lines[rw.first : rw.first + size]
-        outside = doc.lines[: rw.first] + doc.lines[rw.first + size :]
-        if size < 0 or now == rw.new or outside != rw.outside or not _between(now, rw.old, rw.new):
+        now = rw.region_now(doc.lines)
+        if now is None or now == rw.new or not _between(now, rw.old, rw.new):
             self._rewrites.pop(doc.uri, None)  # all made, or edited otherwise: ask the model
             return None
         hunks = self.c.history.hunks(doc.uri)
@@ -169,8 +170,7 @@ class NextEdits:
         job = self._submit(doc, prompt)
         early = await self._first_settled(job, doc, first, ctx.region, row, hunks)
         if early is not None:  # shown now; the rest of the rewrite answers the next request
-            outside = doc.lines[:first] + doc.lines[first + len(ctx.region) :]
-            rest = _RestOf(first, ctx.region, len(doc.lines), doc.uri, outside)
+            rest = Rewrite.of(doc, first, ctx.region)
             self._early = (job, rest)
             job.future.add_done_callback(lambda f: self._keep_rest(f, rest))
             return early
@@ -181,8 +181,7 @@ class NextEdits:
         edits = self._worth(region_edits(doc.lines, first, ctx.region, new), doc, hunks)
         if not edits:
             return None
-        outside = doc.lines[:first] + doc.lines[first + len(ctx.region) :]
-        self._rewrites[doc.uri] = Rewrite(first, ctx.region, new, len(doc.lines), outside)
+        self._rewrites[doc.uri] = replace(Rewrite.of(doc, first, ctx.region), new=new)
         return choose(edits, row)
 
     async def _first_settled(
@@ -215,7 +214,7 @@ class NextEdits:
             return False
         return True
 
-    def _keep_rest(self, future: asyncio.Future[GenerationResult], rest: _RestOf) -> None:
+    def _keep_rest(self, future: asyncio.Future[GenerationResult], rest: Rewrite) -> None:
         """A rewrite that answered early has ended: its rest answers the next request."""
         if future.cancelled() or future.exception() is not None:
             return
@@ -223,9 +222,7 @@ class NextEdits:
         if result.cancelled or result.failed or not self._usable(result):
             return
         if self.c.docs.get(rest.uri) is not None:
-            new = region_lines(result.text)
-            rw = Rewrite(rest.first, rest.old, new, rest.total, rest.outside)
-            self._rewrites[rest.uri] = rw
+            self._rewrites[rest.uri] = replace(rest, new=region_lines(result.text))
 
     def _submit(self, doc: Document, prompt: EditPrompt) -> Job:
         """Starts the rewrite in the worker, superseding any other next-edit generation."""
@@ -278,9 +275,9 @@ class NextEdits:
         """A completion request arrived (None) or `uri` changed: its next edit stops (unless
         the change made edits of the rewrite going on after an early answer: an accept), and a
         closed document's rewrite is dropped."""
-        mine = self._job is not None and (uri is None or self._job[0] == uri)
-        if mine and self._job is not None and (uri is None or not self._accepting(uri)):
-            self._job[1].cancel()
+        job = self._job
+        if job is not None and (uri is None or (job[0] == uri and not self._accepting(uri))):
+            job[1].cancel()
         if uri is not None and self.c.docs.get(uri) is None:
             self._rewrites.pop(uri, None)
 
@@ -300,8 +297,8 @@ class NextEdits:
         job, rest = self._early
         if job is not self._job[1] or rest.uri != uri:
             return False
-        now = doc.lines[rest.first : rest.first + len(rest.old) + len(doc.lines) - rest.total]
-        return _between(now, rest.old, complete_lines(job.streamed) or [])
+        now = rest.region_now(doc.lines)
+        return now is not None and _between(now, rest.old, complete_lines(job.streamed) or [])
 
     # -- feedback -------------------------------------------------------------------------------
     def _issue(self, uri: str, version: int, edit: Replacement) -> Suggested:
@@ -324,8 +321,7 @@ class NextEdits:
         if self._issued.pop(sid, None) is not None:
             self.stats.rejected += 1
             # A dismissed rewrite is not offered again piece by piece.
-            for uri in [u for u in self._rewrites]:
-                self._rewrites.pop(uri, None)
+            self._rewrites.clear()
 
 
 def _blocks(old: list[str], new: list[str]) -> dict[tuple[int, int], list[str]]:
