@@ -166,6 +166,16 @@ SETTINGS: tuple[Setting, ...] = (
         maximum=60_000,
     ),
     Setting(
+        "short_window",
+        256,
+        "while a file's prompt window has no KV yet (just opened, or the cursor far from where "
+        "it was), requests are answered over a window of this many tokens before the cursor "
+        "(no other files) and the full window fills on idle time; 0: always wait for the full "
+        "window (local engine only)",
+        minimum=0,
+        maximum=4096,
+    ),
+    Setting(
         "next_edit",
         True,
         "answer `textDocument/copilotInlineEdit`: predict the next edit near the cursor from the "
@@ -207,6 +217,7 @@ class Options:
     trust_remote_code: bool = _D["trust_remote_code"]
     prefetch: bool = _D["prefetch"]
     partial_ms: int = _D["partial_ms"]
+    short_window: int = _D["short_window"]  # tokens; 0: off
     next_edit: bool = _D["next_edit"]
     exclude: tuple[str, ...] = _D["exclude"]
     private_files: tuple[str, ...] = _D["private_files"]

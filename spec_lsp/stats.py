@@ -58,6 +58,7 @@ class ServerStats:
     prefetch_hits: int = 0  # requests answered by a prefetch, with no model call of their own
     warm_ups: int = 0  # documents whose prompts' start was prefilled on idle time (`warm_up`)
     warmed_tokens: int = 0  # tokens those warm-ups prefilled (finished or stopped part-way)
+    short_windows: int = 0  # requests answered over a short window: theirs was cold (`cold.py`)
     shown: int = 0
     accepted: int = 0
     partially_accepted: int = 0
@@ -82,6 +83,7 @@ class ServerStats:
             self.failed += 1
             return
         self.generated += 1
+        self.short_windows += g.short_window
         self.proposed_tokens += g.proposed_tokens
         self.accepted_tokens += g.accepted_tokens
         self.prompt_tokens += g.prompt_tokens
@@ -124,6 +126,7 @@ class ServerStats:
                 "hits": self.prefetch_hits,
             },
             "warmUp": {"started": self.warm_ups, "prefilledTokens": self.warmed_tokens},
+            "shortWindow": self.short_windows,
             "shown": self.shown,
             "accepted": self.accepted,
             "partiallyAccepted": self.partially_accepted,

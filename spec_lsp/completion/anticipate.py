@@ -12,6 +12,9 @@
   begins with, token for token. A cold file's first request then prefills only what follows.
   Where the editor says where its cursor rests (`spec-lsp/didMoveCursor`), the prompt a request
   there would have is prefilled instead: typing there finds its window's KV ready.
+- `fill_window`: after a request answered over a short window (its document's window was cold,
+  `engine/cold.py`), the same cursor warm-up fills the full window on idle time, so the
+  requests after it take the full window again.
 
 Each takes its plan from the planner (`plan.py`), as a request at that position would, so their
 answers are the ones that request would get. The service hands its parts in; this module does not
@@ -81,8 +84,9 @@ class Anticipation:
             return
         options = self._options()
         live = self.live.start(
-            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), options, prefetch=True
-        )
+            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), options, prefetch=True,
+            short=plan.short_text,
+        )  # fmt: skip
         ahead = Ahead(doc.uri, text, plan.key, live, len(prefix), len(new_prefix))
         live.keep = ahead.toward  # accepting a line or a word of it keeps this prefetch running
         answer = await self.prefetch.run(ahead)
@@ -132,8 +136,9 @@ class Anticipation:
                 break
             anchor = plan.anchor()
             live = self.live.start(
-                doc.uri, plan.prompt.text, plan.cut, anchor, self._options(), first_rank=rank
-            )
+                doc.uri, plan.prompt.text, plan.cut, anchor, self._options(), first_rank=rank,
+                short=plan.short_text,
+            )  # fmt: skip
             try:
                 result = await self.live.wait(live.job)
             except GenerationFailed:  # the first suggestion stands; alternatives end here
@@ -144,6 +149,19 @@ class Anticipation:
             if anchor.text and anchor.text not in texts:
                 texts.append(anchor.text)
         return [self.feedback.issue(text) for text in texts[1:]]
+
+    def fill_window(self, done: Live) -> None:
+        """`done` was answered over a short window because its document's window was cold: on
+        idle time, the full window of a request where it was made is prefilled (`warm_up`), in
+        passes that the document's next generation supersedes (what they computed stays), so
+        the requests after it find the window ready and take it (`engine.cold`)."""
+        doc = self.docs.get(done.uri)
+        if doc is None or not self._options().prefetch:
+            return
+        before = done.anchor.prefix  # the text before the cursor it was made at
+        row = min(before.count("\n"), len(doc.lines) - 1)
+        col = min(len(before) - before.rfind("\n") - 1, len(doc.lines[row]))
+        asyncio.get_running_loop().call_soon(self.warm_up, doc, (row, col))
 
     def warm_up(self, doc: Document, at: tuple[int, int] | None = None) -> None:
         """Starts prefilling `doc`'s KV for the start of its prompts, or with `at` (row, col:

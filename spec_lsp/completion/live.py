@@ -78,6 +78,7 @@ def request_for(
     first_rank: int = 0,
     prefetch: bool = False,
     warm: bool = False,
+    short: str | None = None,
 ) -> GenerationRequest:
     chunk = WARM_PREFILL_CHUNK if warm else PREFETCH_PREFILL_CHUNK if prefetch else None
     return GenerationRequest(
@@ -92,6 +93,7 @@ def request_for(
         first_rank=first_rank,
         prefill_chunk=chunk,
         idle=warm,  # a prefetch is waited for by the request after an accept: not idle work
+        short_prompt=None if warm else short,
     )
 
 
@@ -100,6 +102,9 @@ class Generations:
         self.worker = worker
         self.stats = stats
         self._live: dict[str, Live] = {}
+        # Called with each finished generation that was answered over a short window (its
+        # document's window was cold): the service fills the full window on idle time.
+        self.on_short: Callable[[Live], None] | None = None
 
     def running(self, uri: str) -> Live | None:
         """The document's generation, if it has not finished."""
@@ -116,15 +121,17 @@ class Generations:
         prefetch: bool = False,
         first_rank: int = 0,
         warm: bool = False,
+        short: str | None = None,
     ) -> Live:
         """Submits a generation for `uri`, superseding the document's older one (`first_rank`:
         the target's n-th most likely first token, for an alternative; `warm`: a prefill only,
-        on idle time, as a prefetch)."""
+        on idle time, as a prefetch; `short`: the prompt over a short window, answered while
+        the document's KV for `prompt` is cold)."""
         old = self._live.pop(uri, None)
         if old is not None:
             old.job.cancel()
         job = Job(
-            request_for(uri, prompt, cut, options, first_rank, prefetch or warm, warm),
+            request_for(uri, prompt, cut, options, first_rank, prefetch or warm, warm, short),
             asyncio.get_running_loop().create_future(),
         )
         live = Live(uri, job, cut, anchor, prefetch=prefetch or warm, warm=warm)
@@ -259,6 +266,8 @@ class Generations:
                 s.total_ms, s.stop_reason, s.method, s.accepted_tokens, s.proposed_tokens,
                 s.gated_rounds, s.draft_lag,
             )  # fmt: skip
+        if live.job.future.result().stats.short_window and self.on_short is not None:
+            self.on_short(live)
         if live.prefetch:
             return
         self.stats.record_generation(job.future.result().stats, job.queue_ms)

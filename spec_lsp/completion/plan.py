@@ -38,6 +38,13 @@ class Plan:
     key: CacheKey
     prefix: str  # the document's text before the cursor (as planned: after an accept, say)
     suffix: str
+    # The same prompt over a short window (no other files), answered while the document's KV
+    # for `prompt` is cold (`GenerationRequest.short_prompt`); None where there is none.
+    short: Prompt | None = None
+
+    @property
+    def short_text(self) -> str | None:
+        return None if self.short is None else self.short.text
 
     def anchor(self) -> Anchor:
         """A new anchor for a suggestion made at this position (its text filled when settled)."""
@@ -50,6 +57,7 @@ class Planner:
     def __init__(self, syntax: SyntaxPort, neighbours: Neighbours, tell_files: TellFiles) -> None:
         self.syntax, self.neighbours, self._tell = syntax, neighbours, tell_files
         self.prompts: PromptBuilder | None = None  # None: no model loaded yet
+        self.short: PromptBuilder | None = None  # the short windows' (`Options.short_window`)
         self._generation: tuple[object, ...] = ()
 
     def configure(self, info: ModelInfo | None, options: Options) -> None:
@@ -57,10 +65,15 @@ class Planner:
         self._generation = (options.max_tokens, options.speculation)
         if info is not None:
             self.prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
+            # A short window of `short_window` tokens, where that is well under the model's.
+            short = options.short_window + options.max_tokens + 16  # `prompt.Budget`'s usable
+            useful = options.short_window > 0 and 2 * short <= info.context_tokens
+            self.short = PromptBuilder(info.fim, short, options.max_tokens) if useful else None
 
     def forget(self, uri: str) -> None:
-        if self.prompts is not None:
-            self.prompts.forget(uri)
+        for builder in (self.prompts, self.short):
+            if builder is not None:
+                builder.forget(uri)
 
     def at(
         self,
@@ -100,7 +113,12 @@ class Planner:
         prompt = replace(prompt, markers=marks)
         cut = Cut(cutter, prompt.lead, prompt.markers)
         key = (prompt.text, prompt.lead, cut.mode, *self._generation)
-        return Plan(doc.uri, prompt, cut, key, prefix, suffix)
+        short = None
+        if self.short is not None:  # the same cursor, lead and rules: only the window differs
+            short = self.short.build(doc.uri, text_lines, row, col, context, remember)
+            if short.lead != prompt.lead or short.text == prompt.text:
+                short = None
+        return Plan(doc.uri, prompt, cut, key, prefix, suffix, short)
 
     def head(self, doc: Document) -> Plan | None:
         """The plan at the furthest cursor whose prompt window starts at the top of `doc`

@@ -71,6 +71,7 @@ class CompletionService:
             lambda doc: self._serving(doc) and self.worker.capabilities.warm_up,
         )  # fmt: skip
         self._opened: str | None = None  # the document opened last
+        self.live.on_short = self.anticipation.fill_window  # a cold window fills on idle
         self.history = EditHistory()  # each document's recent edits (next edit's input)
         # Called with a document's uri after each of its edits, and with None when a
         # completion request arrives (next edit's work gives way to both).
@@ -299,7 +300,9 @@ class CompletionService:
         if not self._current(doc, arrival):
             self.stats.cancelled += 1
             return ""
-        live = self.live.start(doc.uri, plan.prompt.text, plan.cut, plan.anchor(), o)
+        live = self.live.start(
+            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), o, short=plan.short_text
+        )
         if o.partial_ms > 0 and not invoked:
             lines = await self.live.wait_partial(live, o.partial_ms / 1000)
             if lines is not None:  # the generation goes on: its whole text settles when done

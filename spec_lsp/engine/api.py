@@ -92,6 +92,11 @@ class GenerationRequest:
     reference: tuple[str, ...] = ()
     # Called (in the worker thread) with each departure as it is found (`departures`).
     on_departure: Callable[[int, float], None] | None = None
+    # The same request over a shorter window (no other files, a few hundred tokens before the
+    # cursor): answered instead where the document's KV for `prompt` is cold, so a file's first
+    # requests do not wait for its whole window's prefill (`cold.py`); idle work fills the
+    # window meanwhile. A backend without per-document KV ignores it.
+    short_prompt: str | None = None
 
 
 @dataclass
@@ -116,6 +121,7 @@ class GenerationStats:
     # Prompt tokens the draft model's KV lacked when its gate left it aside for this request
     # (0: it drafted, or there is no draft model): idle work can catch it up (`idle`).
     draft_lag: int = 0
+    short_window: bool = False  # answered over `short_prompt` (the window was cold)
     method: str = "off"
     stop_reason: StopReason = ""
     tokens_per_s: float = 0.0

@@ -12,12 +12,12 @@ Knows nothing of LSP, editors, grammars or preset files; the stop callback is an
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from spec_lsp.engine import api
+from spec_lsp.engine import api, cold, kvdisk
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 from spec_lsp.engine.cache import (
     DocState,
@@ -41,24 +41,13 @@ from spec_lsp.engine.forward import Forwards
 from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine's knobs
+from spec_lsp.engine.run import Run, emit
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 from spec_lsp.engine.vocabulary import eos_ids
 
 COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 32  # copy drafts' lengths: up to passes of 33 rows
 REWRITE_DOCS = 2  # documents whose rewrite KV is kept
 Source = tuple[Drafter, AdaptiveK]  # a drafter and its gate
-
-
-@dataclass
-class _Run:
-    """Mutable state of one generation."""
-
-    request: GenerationRequest
-    stats: GenerationStats
-    generated: list[int] = field(default_factory=list)
-    text: str = ""
-    done: bool = False
-    departures: list[tuple[int, float]] = field(default_factory=list)
 
 
 class SpecEngine(api.BackendBase):
@@ -89,7 +78,7 @@ class SpecEngine(api.BackendBase):
         self.device = str(target.device)
         self.vocab_limit: int | None = None  # random weights: a vocabulary under the tokenizer's
         max_tokens = self.options.max_cached_tokens or tokens_for_budget(self, self.options)
-        self.docs = DocumentStates(self.options.max_docs, max_tokens)
+        self.docs = DocumentStates(self.options.max_docs, max_tokens, kvdisk.for_engine(self))
         # Rewrites (requests with a `reference`) keep their KV apart, one document's window.
         self.rewrites = DocumentStates(REWRITE_DOCS, self.options.context_tokens + 512)
         self._ngram = NgramDrafter(self.options.ngram_max)
@@ -109,6 +98,7 @@ class SpecEngine(api.BackendBase):
 
     def forget(self, doc_id: str) -> None:
         self.docs.forget(doc_id)
+        self.docs.forget(cold.short_key(doc_id))
         self.rewrites.forget(doc_id)
         self.gates.forget(doc_id)
 
@@ -131,15 +121,17 @@ class SpecEngine(api.BackendBase):
         if method in api.MODEL_METHODS and not self.draft_pays:
             method = "ngram"
         stats = GenerationStats(method=method)
-        run = _Run(request, stats)
-        prompt = window(
-            self.encode(request.prompt), self.options.context_tokens, self.options.window_step
-        )
-        stats.prompt_tokens = len(prompt)
+        run = Run(request, stats)
+        prompt = self._window(request.prompt)
         if not prompt or request.max_new_tokens <= 0:
             stats.stop_reason = "max_tokens"
             return GenerationResult("", [], stats)
-        state = self._doc_state(request, method)
+        # A document without KV (a file reopened, a server restarted) takes it from disk (kvdisk)
+        self._store(request).restore(request.doc_id if request.reuse_kv else None, prompt)
+        if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:
+            prompt, stats.short_window = short, True  # a cold window: its short one answers
+        stats.prompt_tokens = len(prompt)
+        state = self._doc_state(cold.short_request(request) if short else request, method)
         generator = None
         if request.temperature > 0:
             generator = torch.Generator(device="cpu")
@@ -157,6 +149,9 @@ class SpecEngine(api.BackendBase):
         return GenerationResult(run.text, run.generated, stats, run.departures)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _window(self, text: str) -> list[int]:
+        return window(self.encode(text), self.options.context_tokens, self.options.window_step)
 
     def _store(self, request: GenerationRequest) -> DocumentStates:
         return self.rewrites if request.reference else self.docs
@@ -184,7 +179,7 @@ class SpecEngine(api.BackendBase):
 
     def _decode(
         self,
-        run: _Run,
+        run: Run,
         state: DocState,
         prompt: list[int],
         method: str,
@@ -202,13 +197,15 @@ class SpecEngine(api.BackendBase):
         logits = self._prefill(run, state, prompt, drafting)
         if logits is None:
             return
-        self._emit(run, [self._sample(logits, run.request, generator, run.request.first_rank)[0]])
+        first = self._sample(logits, run.request, generator, run.request.first_rank)[0]
+        emit(run, self.decode, self.eos_ids, [first])
         while not run.done and not self._cancelled(run):
             context = prompt + run.generated
-            self._emit(run, self._speculative_step(run, state, context, sources, generator))
+            step = self._speculative_step(run, state, context, sources, generator)
+            emit(run, self.decode, self.eos_ids, step)
 
     def _prefill(
-        self, run: _Run, state: DocState, prompt: list[int], drafting: bool = True
+        self, run: Run, state: DocState, prompt: list[int], drafting: bool = True
     ) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
         cancellation check between them; the logits of its last position [1, V], None when
@@ -238,11 +235,13 @@ class SpecEngine(api.BackendBase):
         ready = draft is None or advance_chunked(draft, prompt, chunk, lambda: self._cancelled(run))
         stats.prefill_ms = (time.perf_counter() - t) * 1000
         stats.prefilled_tokens = len(prompt) - reused
+        if run.request.idle and stats.prefilled_tokens >= kvdisk.COLD_PREFILL:
+            self.docs.save(state)  # a cold window filled on idle time: on disk too
         return adv.logits if ready else None
 
     def _speculative_step(
         self,
-        run: _Run,
+        run: Run,
         state: DocState,
         context: list[int],
         sources: list[Source],
@@ -274,7 +273,7 @@ class SpecEngine(api.BackendBase):
         record(stats, rnd, accepted, len(emitted))  # feeds the gate back, counts the round
         return emitted
 
-    def _departed(self, run: _Run, index: int, logits: torch.Tensor, token: int) -> None:
+    def _departed(self, run: Run, index: int, logits: torch.Tensor, token: int) -> None:
         """The target's token `token` replaced a copied draft at output `index`: its probability."""
         p = float(torch.softmax(logits.float(), dim=-1)[token])  # [V] -> the target's token
         run.departures.append((index, p))
@@ -301,49 +300,10 @@ class SpecEngine(api.BackendBase):
             return [int(torch.multinomial(probs[-1], 1, generator=gen))]
         return [int(logits[-1].topk(rank + 1).indices[rank]) if rank else int(logits[-1].argmax())]
 
-    def _cancelled(self, run: _Run) -> bool:
+    def _cancelled(self, run: Run) -> bool:
         cancel = run.request.cancel
         if cancel is not None and cancel.cancelled:
             run.stats.stop_reason = "cancelled"
             run.done = True
             return True
         return False
-
-    def _emit(self, run: _Run, tokens: list[int]) -> None:
-        """Appends target-approved tokens one by one, applying every stop condition per token."""
-        req, stats = run.request, run.stats
-        for token in tokens:
-            if token in self.eos_ids:
-                stats.stop_reason = "eos"
-                run.done = True
-                break
-            run.generated.append(token)
-            stats.generated_tokens = len(run.generated)
-            text = self.decode(run.generated)
-            if text.endswith("\ufffd"):  # an incomplete UTF-8 sequence: wait for the next token
-                if len(run.generated) >= req.max_new_tokens:
-                    stats.stop_reason = "max_tokens"
-                    run.done = True
-                    break
-                continue
-            reason, text = self._stop_reason(text, req)
-            if req.on_text is not None and len(text) > len(run.text) and text.startswith(run.text):
-                req.on_text(text[len(run.text) :])
-            run.text = text
-            if reason is None and len(run.generated) >= req.max_new_tokens:
-                reason = "max_tokens"
-            if reason is not None:
-                stats.stop_reason = reason
-                run.done = True
-                break
-
-    def _stop_reason(self, text: str, req: GenerationRequest) -> tuple[api.StopReason | None, str]:
-        for s in req.stop_strings:
-            at = text.find(s)
-            if s and at >= 0:
-                return "stop_string", text[:at]
-        if req.stop_callback is not None:
-            keep = req.stop_callback(text)
-            if keep is not None:
-                return "callback", text[: max(0, keep)]
-        return None, text

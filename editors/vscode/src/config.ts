@@ -31,6 +31,7 @@ export const SERVER_KEYS = [
   "kvReuse",
   "prefetch",
   "partialMs",
+  "shortWindow",
   "nextEdit",
   "exclude",
   "privateFiles",

@@ -1,0 +1,71 @@
+"""A cold window's first requests: answered over a short window while the full one fills.
+
+A request carries its prompt over the document's full window (other files' chunks, ~1,500 tokens
+before the cursor) and, optionally, the same request over a short window (`short_prompt`: a few
+hundred tokens before the cursor, no other files). Where the document's cached KV lacks much of
+the full prompt (a file just opened, a jump far from where the window was), prefilling it would
+hold the answer for seconds; the short prompt's KV, kept under its own key, costs a fraction of
+that. `choose` picks the prompt whose missing tokens are fewer, by a margin that keeps the full
+window once it is nearly there: the full window is filled on idle time meanwhile (the completion
+layer's warm-up after a short answer), and once it is warm the short state is dropped.
+
+Both are the target's own greedy output over their prompt: a short answer is exact for the short
+prompt, and never for another version of the document (the request's text is the document's).
+Knows nothing of documents' text, prompts' layout or LSP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.engine.cache import DocState, DocumentStates, common_prefix_len
+
+# The full window is taken when it lacks at most this many tokens more than the short one: ~0.3-0.6
+# s of prefill on a 2-core CPU for the coder pair, about what a short window's answer saves then.
+MARGIN = 64
+_KEY = "\x00short-window"  # suffix of the short window's state key
+
+
+def short_key(doc_id: str) -> str:
+    """The key of a document's short-window KV state in `DocumentStates`."""
+    return doc_id + _KEY
+
+
+def missing(state: DocState | None, prompt: list[int]) -> int:
+    """Tokens of `prompt` that `state`'s target KV lacks (what a prefill would run)."""
+    if state is None:
+        return len(prompt)
+    return len(prompt) - min(common_prefix_len(state.target.tokens, prompt), len(prompt) - 1)
+
+
+def choose(
+    request: GenerationRequest,
+    prompt: list[int],
+    docs: DocumentStates,
+    encode_window: Callable[[str], list[int]],
+) -> list[int] | None:
+    """The short window's prompt ids when the request should be answered over it, else None
+    (the full window: warm enough, or the request has no short prompt, is idle work or keeps no
+    KV). Taking the full window drops the short one's state: the full one is warm now."""
+    if request.short_prompt is None or request.doc_id is None or not request.reuse_kv:
+        return None
+    if request.idle:  # filling the full window is what idle work is for
+        return None
+    key = short_key(request.doc_id)
+    full = missing(docs.get(request.doc_id), prompt)
+    if full <= MARGIN:
+        docs.forget(key)
+        return None
+    short = encode_window(request.short_prompt)
+    if not short or full <= missing(docs.get(key), short) + MARGIN:
+        docs.forget(key)
+        return None
+    return short
+
+
+def short_request(request: GenerationRequest) -> GenerationRequest:
+    """The request as the short window's: its own KV state (a document's short window)."""
+    assert request.doc_id is not None
+    return replace(request, doc_id=short_key(request.doc_id))

@@ -1,0 +1,77 @@
+"""A cold file's requests carry a short window, and an answer over it fills the full one on idle.
+
+The plan holds the same prompt over a short window (`Options.short_window` tokens, no other files);
+the engine answers over it while the document's full window has no KV (`engine/cold.py`), and
+says so (`GenerationStats.short_window`). The service then prefills the full window of that
+cursor on idle time, as a resting cursor's warm-up, so the requests after it take the full one.
+"""
+
+from __future__ import annotations
+
+from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from tests.completion.test_prefetch import WarmBackend, drain
+from tests.fakes import URI, service_with, until
+
+LINES = [f"value_{i} = compute({i}, scale=2)" for i in range(600)]  # ~20,000 characters
+TEXT = "\n".join(LINES) + "\n"
+ROW = 500
+
+
+class ColdBackend(WarmBackend):
+    """Says every request that carries a short prompt was answered over it (`cold`)."""
+
+    def __init__(self, text: str, cold: bool = True) -> None:
+        super().__init__(text)
+        self.cold = cold
+        self.free_running = True
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        result = super().generate(request)
+        if request.short_prompt is not None and self.cold and not request.idle:
+            stats = GenerationStats(short_window=True, stop_reason=result.stats.stop_reason)
+            return GenerationResult(result.text, result.token_ids, stats)
+        return result
+
+
+async def test_a_request_carries_the_same_prompt_over_a_short_window() -> None:
+    backend = ColdBackend("x", cold=False)
+    service = await service_with(backend, short_window=64)
+    service.did_open(URI, "python", 1, TEXT)
+    answer = await service.complete(URI, ROW, 3, "utf-16")
+    assert answer is not None and answer.text == "x"
+    request = backend.calls[0]
+    assert request.short_prompt is not None
+    assert len(request.short_prompt) < len(request.prompt) // 4
+    assert request.short_prompt.endswith(LINES[ROW][:3]) and request.prompt.endswith(LINES[ROW][:3])
+    off = ColdBackend("x", cold=False)
+    plain = await service_with(off, short_window=0)
+    plain.did_open(URI, "python", 1, TEXT)
+    await plain.complete(URI, ROW, 3, "utf-16")
+    assert off.calls[0].short_prompt is None  # 0: no short window
+
+
+async def test_an_answer_over_a_short_window_fills_the_full_one_on_idle_time() -> None:
+    backend = ColdBackend("x")
+    service = await service_with(backend, prefetch=True, short_window=64)
+    service.did_open(URI, "python", 1, TEXT)
+    await until(lambda: len(backend.warmups) == 1, "the head's warm-up started")
+    answer = await service.complete(URI, ROW, 3, "utf-16")
+    assert answer is not None and answer.text == "x"
+    window = backend.calls[0].prompt[:-4]  # the request's full window, but the cursor's word
+
+    def filled() -> bool:  # a warm-up of that window (not the head's), at or after the cursor
+        return any(w.prompt.startswith(window) for w in backend.warmups[1:])
+
+    await until(filled, "the full window's warm-up started")
+    assert service.stats.to_wire({})["shortWindow"] == 1
+    await drain(service)
+
+
+async def test_an_answer_over_the_full_window_starts_no_fill() -> None:
+    backend = ColdBackend("x", cold=False)
+    service = await service_with(backend, prefetch=True, short_window=64)
+    service.did_open(URI, "python", 1, TEXT)
+    await until(lambda: len(backend.warmups) == 1, "the head's warm-up started")
+    await service.complete(URI, ROW, 3, "utf-16")
+    await drain(service)
+    assert len(backend.warmups) == 1 and service.stats.to_wire({})["shortWindow"] == 0

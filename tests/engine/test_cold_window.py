@@ -1,0 +1,71 @@
+"""A cold window's requests answer over the short window; once the full one is warm, over it.
+
+`GenerationRequest.short_prompt` is the same request over a short window: the engine answers over
+it where the document's KV lacks much of the full prompt (`engine/cold.py`), keeping its KV under
+a key of its own, and goes back to the full window (dropping the short state) once idle work has
+filled it. Either answer is the target's own greedy decoding of the prompt it used.
+"""
+
+from __future__ import annotations
+
+from spec_lsp.engine import cold
+from spec_lsp.engine.api import GenerationRequest
+
+from .conftest import CODE_PROMPTS, make_engine
+
+SHORT = CODE_PROMPTS[0]
+# The same cursor after a long head (other files, the text far above): ~300 tokens more.
+FULL = "".join(f"# line {i}: some context above the cursor\n" for i in range(40)) + SHORT
+
+
+def request(prompt: str, short: str | None = SHORT, **kw) -> GenerationRequest:  # type: ignore[no-untyped-def]
+    return GenerationRequest(
+        prompt=prompt, doc_id="doc", max_new_tokens=8, method="ngram", short_prompt=short, **kw
+    )
+
+
+def test_a_cold_window_answers_over_the_short_one_exactly(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, prefill_chunk=64)
+    result = engine.generate(request(FULL))
+    assert result.stats.short_window
+    assert result.stats.prompt_tokens == engine.count_tokens(SHORT)
+    alone = engine.generate(GenerationRequest(prompt=SHORT, max_new_tokens=8, method="ngram"))
+    assert result.token_ids == alone.token_ids  # the target's own output over the short prompt
+    assert engine.docs.get(cold.short_key("doc")) is not None
+    assert engine.docs.get("doc") is None or len(engine.docs.get("doc").target) == 0  # type: ignore[union-attr]
+    again = engine.generate(request(FULL + "    r"))  # typing: the short window's KV is reused
+    assert again.stats.short_window and again.stats.prefilled_tokens <= 3
+
+
+def test_once_idle_work_fills_the_window_requests_take_it_and_drop_the_short_state(
+    target, tokenizer
+) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)
+    engine.generate(request(FULL))
+    warm = engine.generate(request(FULL, idle=True))
+    assert not warm.stats.short_window  # idle work fills the full window, never the short one
+    assert engine.docs.get(cold.short_key("doc")) is not None  # still there while it fills
+    result = engine.generate(request(FULL + "    r"))
+    assert not result.stats.short_window and result.stats.prefilled_tokens <= 3
+    assert engine.docs.get(cold.short_key("doc")) is None
+    alone = engine.generate(
+        GenerationRequest(prompt=FULL + "    r", max_new_tokens=8, method="ngram")
+    )
+    assert result.token_ids == alone.token_ids
+
+
+def test_short_windows_only_where_the_full_one_lacks_much_more(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)
+    assert not engine.generate(request(FULL, short=None)).stats.short_window  # none sent
+    engine.forget("doc")
+    small = engine.generate(request(SHORT + "#", short=SHORT))  # hardly longer: the full one
+    assert not small.stats.short_window
+    no_kv = GenerationRequest(prompt=FULL, doc_id="x", short_prompt=SHORT, reuse_kv=False)
+    assert not engine.generate(no_kv).stats.short_window  # nothing is kept: nothing to win
+
+
+def test_forgetting_a_document_drops_its_short_window_too(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)
+    engine.generate(request(FULL))
+    engine.forget("doc")
+    assert engine.docs.get(cold.short_key("doc")) is None and engine.docs.get("doc") is None
