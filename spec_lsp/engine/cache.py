@@ -112,6 +112,10 @@ class ModelState:
         return len(self.tokens)
 
     @property
+    def tracks_features(self) -> bool:
+        return self._track
+
+    @property
     def features(self) -> torch.Tensor | None:
         """[len(tokens), H] the final hidden state at every covered position, when tracked."""
         if self._buffer is None or not self.tokens:
@@ -182,12 +186,22 @@ class DocState:
         return len(self.target) + (len(self.draft) if self.draft is not None else 0)
 
 
-class DocumentStates:
-    """LRU of per-document KV states, bounded by document count and total cached tokens."""
+class Tier(Protocol):
+    """Where a dropped document's KV goes and a new one's comes from (`kvdisk.DocDisk`)."""
 
-    def __init__(self, max_docs: int, max_tokens: int) -> None:
+    def save(self, state: DocState) -> None: ...
+
+    def load(self, tokens: list[int]) -> DocState | None: ...
+
+
+class DocumentStates:
+    """LRU of per-document KV states, bounded by document count and total cached tokens; with a
+    `tier`, a document closed or evicted is saved there, and one without KV restored from it."""
+
+    def __init__(self, max_docs: int, max_tokens: int, tier: Tier | None = None) -> None:
         self.max_docs = max_docs
         self.max_tokens = max_tokens
+        self.tier = tier
         self._docs: OrderedDict[str, DocState] = OrderedDict()
 
     def __len__(self) -> int:
@@ -204,7 +218,24 @@ class DocumentStates:
         self._docs.move_to_end(doc_id)
 
     def forget(self, doc_id: str) -> None:
-        self._docs.pop(doc_id, None)
+        state = self._docs.pop(doc_id, None)
+        if state is not None:
+            self.save(state)
+
+    def save(self, state: DocState) -> None:
+        """Puts `state`'s KV in the tier (none: nothing to do); it stays usable here."""
+        if self.tier is not None:
+            self.tier.save(state)
+
+    def restore(self, doc_id: str | None, tokens: list[int]) -> None:
+        """A document without KV here (a file reopened, a server restarted) takes the longest
+        prefix of `tokens` the tier holds, if any."""
+        state = self._docs.get(doc_id) if doc_id is not None else None
+        if self.tier is None or doc_id is None or (state is not None and len(state.target)):
+            return
+        loaded = self.tier.load(tokens)
+        if loaded is not None:
+            self.put(doc_id, loaded)
 
     def clear(self) -> None:
         self._docs.clear()
@@ -219,8 +250,9 @@ class DocumentStates:
             if victim is None:
                 state = self._docs[keep] if keep else None
                 if state is not None and state.cached_tokens() > self.max_tokens:
+                    self.save(state)
                     state.target.reset()
                     if state.draft is not None:
                         state.draft.reset()
                 return
-            del self._docs[victim]
+            self.forget(victim)

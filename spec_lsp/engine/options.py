@@ -1,4 +1,4 @@
-"""The engine's options: drafting, draft lengths, the KV budget, prefill chunks, the gate's costs.
+"""The engine's options: drafting, draft lengths, the KV budgets, prefill chunks, the gate's costs.
 
 Plain values with defaults; the loader fills the measured ones (`verify_cost`, `draft_cost`).
 Its own module so that the gate and the loader read it without importing the engine loop.
@@ -21,6 +21,9 @@ class EngineOptions:
     max_docs: int = 8  # cached documents (LRU)
     max_cached_tokens: int = 0  # across documents and models; 0: derived from kv_budget_mb
     kv_budget_mb: float = 128.0  # memory for cached KV states across documents
+    # Documents' KV kept on disk across closing them and restarting (`kvdisk`, lean forward only)
+    kv_disk_mb: float = 2048.0  # its budget; 0: off
+    kv_disk_dir: str = ""  # "": <cache root>/kv, unless the environment has SPEC_LSP_KV_DISK=off
     context_tokens: int = 2048  # longest prompt kept (left-truncated)
     # A long prefill runs in chunks (a cancellation check between them; the chunks done stay cached)
     prefill_chunk: int = 128  # ~0.6 s each for the bundled target on this project's 2-core CPU
