@@ -12,6 +12,7 @@ import argparse
 import sys
 from importlib import metadata
 
+from spec_lsp import interpreter
 from spec_lsp.commands import (
     bench,
     complete,
@@ -48,6 +49,7 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    interpreter.drop_relative_pythonpath()  # before any lazy import (torch, transformers)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spec_lsp.benchmarks.server import sources
+from spec_lsp.interpreter import child_command
 from spec_lsp.replay.client import LspClient, ServerError
 
 TIMEOUT_S = 600.0  # the model load on a slow CPU
@@ -57,7 +58,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def start(preset: str, device: str, max_tokens: int) -> LspClient:
-    argv = [sys.executable, "-m", "spec_lsp.cli", "serve", "--preset", preset, "--device", device]
+    argv = child_command("-m", "spec_lsp.cli", "serve", "--preset", preset, "--device", device)
     client = LspClient(argv + ["--log-level", "WARNING"], stderr=sys.stderr.buffer)
     await client.start()
     options = {"maxTokens": max_tokens}

