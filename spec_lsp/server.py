@@ -97,7 +97,7 @@ class SpecProtocol(LanguageServerProtocol):
         except JsonRpcException as exc:
             if "id" in data and "method" in data:
                 self._send_response(data["id"], None, exc.to_response_error())
-            log.warning("malformed %s: %s", data.get("method", "message"), exc)
+            log.warning("malformed %r: %s", data.get("method", "message"), exc)
             return _MalformedRequest()
 
     def handle_message(self, message: Any) -> None:
@@ -114,7 +114,7 @@ class SpecProtocol(LanguageServerProtocol):
         elif not self.initialize_seen:
             refusal = JsonRpcServerNotInitialized(f"{method_name} before initialize")
         if refusal is not None:
-            log.warning("refused %s: %s", method_name, refusal.message)
+            log.warning("refused %r: %s", method_name, refusal.message)
             self._send_response(msg_id, None, refusal.to_response_error())
             return
         # Runs as the message is read, in the context the handler's task will copy: note the
@@ -157,7 +157,7 @@ class SpecProtocol(LanguageServerProtocol):
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
         if not self.initialize_seen and method_name != types.EXIT:
-            log.warning("dropped %s before initialize", method_name)
+            log.warning("dropped %r before initialize", method_name)
             return
         super()._handle_notification(method_name, params)
 
@@ -497,7 +497,7 @@ def build_server(
         doc = params.text_document
         changes = [lsp_change(c) for c in params.content_changes]
         if not ls.service.did_change(doc.uri, doc.version, changes, ls.encoding):
-            log.warning("didChange for a document that is not open: %s", doc.uri)
+            log.warning("didChange for a document that is not open: %r", doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def text_document_did_close(ls: SpecServer, params: types.DidCloseTextDocumentParams) -> None:

@@ -92,7 +92,11 @@ def run_record(args: argparse.Namespace) -> int:
     if not cmd:
         print("spec-lsp record: give the server command after --", file=sys.stderr)
         return 2
-    code = record(cmd, args.out, source=args.source)
+    try:
+        code = record(cmd, args.out, source=args.source)
+    except OSError as exc:  # the session file: a link, not a regular file, not writable
+        print(f"spec-lsp record: {exc}", file=sys.stderr)
+        return 2
     # The thread reading the editor's stdin may still be blocked in read() when the server has
     # exited first; a normal interpreter shutdown then aborts on the stdin buffer's lock ("could
     # not acquire lock ... at interpreter shutdown"). The session file is closed and complete by

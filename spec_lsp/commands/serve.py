@@ -10,7 +10,7 @@ import os
 import sys
 from typing import NoReturn
 
-from spec_lsp import access, transport
+from spec_lsp import access, logs, transport
 from spec_lsp.config import Options
 
 
@@ -70,10 +70,10 @@ def parse_tcp(value: str) -> tuple[str, int]:
 
 
 def setup_logging(level: str, log_file: str | None) -> None:
-    handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    """One line per record whatever a client sent (`logs`); a log file 0600, never a link."""
+    stream = logs.open_log_file(log_file) if log_file else sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.OneLineFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -114,7 +114,11 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"spec-lsp serve: {exc}", file=sys.stderr)
         return 2
-    setup_logging(args.log_level, args.log_file)
+    try:
+        setup_logging(args.log_level, args.log_file)
+    except OSError as exc:
+        print(f"spec-lsp serve: --log-file: {exc}", file=sys.stderr)
+        return 2
     from spec_lsp.server import build_server
 
     server = build_server(

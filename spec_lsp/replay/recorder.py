@@ -3,14 +3,14 @@
 It forwards every frame both ways byte for byte and writes what the editor sent (less the
 lifecycle messages and the editor's responses to server requests) as a session. The position
 encoding in the header is the one the server chose in its initialize answer. A session holds what
-was typed, so its file is private: created 0600 (`private_file`), whatever the umask.
+was typed, so its file is private: created 0600 whatever the umask, never through a symbolic
+link (`owner_file`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from spec_lsp.owner_file import open_owner_only
 from spec_lsp.replay.format import LIFECYCLE, Event, SessionWriter
 from spec_lsp.replay.framing import FramingError, read_frame
 
@@ -59,18 +60,6 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self.writer.close()
-
-
-def private_file(path: str | os.PathLike[str]) -> IO[str]:
-    """`path` opened for writing (truncated), readable and writable by its owner only (0600),
-    an existing file's mode tightened too."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        return os.fdopen(fd, "w", encoding="utf-8")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _parse(body: bytes) -> dict[str, Any] | None:
@@ -129,10 +118,12 @@ def record(
     """Runs the proxy until the editor closes its end and the server exits; returns its code."""
     editor_in = stdin if stdin is not None else sys.stdin.buffer
     editor_out = stdout if stdout is not None else sys.stdout.buffer
-    server = subprocess.Popen(server_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    assert server.stdin is not None and server.stdout is not None
-    server_in, server_out = server.stdin, server.stdout
-    with private_file(out_path) as out:
+    with open_owner_only(out_path) as out:  # first: a refused path starts no server
+        server = subprocess.Popen(
+            server_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        assert server.stdin is not None and server.stdout is not None
+        server_in, server_out = server.stdin, server.stdout
         recorder = Recorder(SessionWriter(out, source=source))
 
         def close_server_stdin() -> None:

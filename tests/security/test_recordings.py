@@ -8,7 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from spec_lsp.replay.recorder import private_file
+from spec_lsp.owner_file import open_owner_only
 from tests.replay.builders import ROOT, fake_server_cmd, replay_cli_cmd
 
 INITIALIZE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}'
@@ -44,6 +44,6 @@ def test_an_existing_file_is_tightened_and_truncated(tmp_path: Path) -> None:
     out = tmp_path / "old.jsonl"
     out.write_text("an older, longer session\n" * 10)
     out.chmod(0o644)
-    with private_file(out) as fh:
+    with open_owner_only(out) as fh:
         fh.write("new\n")
     assert mode(out) == 0o600 and out.read_text() == "new\n"
