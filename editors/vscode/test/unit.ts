@@ -1,6 +1,7 @@
 // Unit tests of the extension's pure logic, in plain Node (node:test), without VS Code:
 // `npm run unit` after `npm run build`; tests/editors/test_vscode_unit.py runs it under pytest.
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
 import { test } from "node:test";
 import type { Stats, Status } from "../src/protocol";
 import { chooseServer, parseAddress, tokenSource } from "../src/serverChoice";
@@ -256,4 +257,15 @@ void test("an answer for a version the document has left is dropped", () => {
   assert.equal(isCurrent(EDIT, 7, 7), true);
   assert.equal(isCurrent(EDIT, 7, 8), false); // typed while the server thought
   assert.equal(isCurrent({ ...EDIT, textDocument: { ...EDIT.textDocument, version: 6 } }, 7, 7), false);
+});
+
+void test("every process the extension starts runs in the home folder, never the workspace", () => {
+  // An empty PYTHONPATH entry names the server's working directory, and Python imports a
+  // sitecustomize.py from there before spec-lsp runs (docs/security.md). Run from editors/vscode.
+  const files = fs.readdirSync("src").filter((f) => f.endsWith(".ts"));
+  const starts = files.flatMap((f) =>
+    (fs.readFileSync(`src/${f}`, "utf8").match(/\bcp\.(?:spawn|execFile|exec|fork)\([^;]*/g) ?? []).map((s) => `${f}: ${s}`),
+  );
+  assert.ok(starts.length >= 2, starts.join("\n")); // the server (client.ts) and `models list` (menu.ts)
+  for (const start of starts) assert.ok(start.includes("cwd: os.homedir()"), start);
 });
