@@ -13,7 +13,10 @@ files themselves, and its own helpers (the lock, the sha256, the clean-up of lef
   stat (mtime, inode) changed since (re-hashing 500 MB at each start would cost seconds). A
   missing, truncated or changed file, a stale stamp or no manifest: the entry is built again;
 - `load`: an entry whose files fail to load all the same is removed and built again, once; a
-  second failure is the caller's error.
+  second failure is the caller's error;
+- trusted only where the user alone can write (`engine.ownership`): a folder above the entry that
+  another user owns or can write is refused with a message; an entry folder, file or manifest
+  that is a link, or not the user's alone, does not agree, and the entry is built again.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from spec_lsp.engine import ownership
 from spec_lsp.engine.fetch import Progress
 from spec_lsp.engine.fetch import _locked as locked  # fetch's own helpers, shared on purpose
 from spec_lsp.engine.fetch import _remove_stale as remove_leftovers
@@ -41,8 +46,9 @@ VERSION = 1
 def built(
     entry: Path, build: Callable[[Path], None], stamp: str = "", progress: Progress | None = None
 ) -> Path:
-    """The folder `entry`, verified; `build(folder)` fills a fresh one when it is missing or bad."""
-    entry.parent.mkdir(parents=True, exist_ok=True)
+    """The folder `entry`, verified; `build(folder)` fills a fresh one when it is missing or bad.
+    Raises `ownership.UntrustedCache` where another user owns or can write a folder above it."""
+    ownership.private_folder(entry.parent)
     with locked(entry, progress):
         if agrees(entry, stamp):
             return entry
@@ -82,11 +88,12 @@ def load(
 def agrees(entry: Path, stamp: str = "") -> bool:
     """The entry's files are those its manifest lists (see the module docstring); never raises."""
     try:
-        manifest = json.loads((entry / MANIFEST).read_text())
+        ownership.check_folder(entry)
+        manifest = json.loads(ownership.read_text(entry / MANIFEST))
         files = manifest["files"]
         if manifest.get("version") != VERSION or manifest.get("stamp") != stamp or not files:
             return False
-        return all(_file_agrees(entry / name, want) for name, want in files.items())
+        return all(_file_agrees(entry, name, want) for name, want in files.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -100,8 +107,11 @@ def remove(entry: Path) -> None:
     remove_leftovers(entry)
 
 
-def _file_agrees(path: Path, want: dict[str, object]) -> bool:
-    st = path.stat()
+def _file_agrees(entry: Path, name: str, want: dict[str, object]) -> bool:
+    for folder in Path(name).parents[:-1]:  # `sub/config.json`: `sub` too
+        ownership.check_folder(entry / folder)
+    path = entry / name
+    st = ownership.check_file(path)  # the user's own regular file: no link, no other writer
     if st.st_size != want["size"]:
         return False
     if (st.st_mtime_ns, st.st_ino) == (want["mtime_ns"], want["inode"]):
@@ -110,6 +120,11 @@ def _file_agrees(path: Path, want: dict[str, object]) -> bool:
 
 
 def _write_manifest(folder: Path, stamp: str) -> None:
+    """Each file's size, sha256 and stat, after taking others' write bits off what the build
+    made (whatever the umask), written new (`O_EXCL | O_NOFOLLOW`), 0600, and fsynced."""
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(stat.S_IMODE(path.stat().st_mode) & ~ownership.FOREIGN_WRITE)
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         _fsync(path)
@@ -120,8 +135,9 @@ def _write_manifest(folder: Path, stamp: str) -> None:
             "mtime_ns": st.st_mtime_ns,
             "inode": st.st_ino,
         }
-    manifest = folder / MANIFEST
-    with manifest.open("w") as fh:
+    (folder / MANIFEST).unlink(missing_ok=True)  # a link there goes, its target untouched
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(folder / MANIFEST, flags, 0o600), "w") as fh:
         json.dump({"version": VERSION, "stamp": stamp, "files": files}, fh, indent=1)
         fh.flush()
         os.fsync(fh.fileno())

