@@ -35,6 +35,7 @@ from spec_lsp.distill.loop import (
     cosine_lr,
     epoch_rows,
     load_corpus,
+    load_plain,
     teacher_hidden,
     train,
 )
@@ -121,7 +122,7 @@ def record_features(
         key = hashlib.sha1(chunk.numpy().tobytes()).hexdigest()[:12]
         path = cache / f"{label}-{start:06d}-{key}.pt"
         if path.exists():
-            saved = torch.load(path)
+            saved = load_plain(path)
             if saved.shape[:2] == chunk.shape:
                 parts.append(saved)
                 if progress is not None:

@@ -5,6 +5,11 @@ Everything depends only on the seed and the step, so a run resumed from its chec
 exactly where it stopped. A checkpoint holds the trained weights (never the target's embeddings),
 the optimizer, the step and the history; resuming is refused when it was made for a target with
 another tokenizer or with other values of the options that change what it means.
+
+What a run keeps in `--out` (the checkpoint, the tokenized corpus, the target's recorded features)
+is tensors and plain values, read back with `weights_only=True` (`load_plain`): `--out` may hold a
+file someone else wrote (a checkout that ships `models/my-draft/head-checkpoint.pt`), and
+unpickling anything else could run its code.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +34,18 @@ log = logging.getLogger(__name__)
 
 class DistillError(RuntimeError):
     """A distillation that cannot go on; the message says why and what to do."""
+
+
+def load_plain(path: Path) -> Any:
+    """What `torch.save` wrote of tensors and plain values (dicts, lists, numbers, strings),
+    never unpickling anything else; a file that holds more is a DistillError."""
+    try:
+        return torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise DistillError(
+            f"{path} holds more than tensors and plain values, so it was not read (unpickling it "
+            "could run code): remove it, or use another --out directory"
+        ) from exc
 
 
 @dataclass
@@ -87,7 +105,7 @@ def load_corpus(
     path = out / "cache" / "corpus.pt"
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        saved = torch.load(path)
+        saved = load_plain(path)
         train, heldout, meta = saved["train"], saved["heldout"], saved["meta"]
     else:
         sep = separator_id(teacher.tokenizer)
@@ -148,7 +166,7 @@ class Checkpoint:
         """Restores `state` from the file; False when there is none."""
         if not self.path.exists():
             return False
-        saved: dict[str, Any] = torch.load(self.path, weights_only=False)
+        saved: dict[str, Any] = load_plain(self.path)
         out = self.path.parent
         if saved["fingerprint"] != self.fingerprint:
             raise DistillError(

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from spec_lsp.distill.loop import load_plain
 from spec_lsp.engine.draft_model import load_draft
 from spec_lsp.engine.head import HeadState, is_head_dir, load_head
 
@@ -100,11 +101,11 @@ def engine_figures(
 def heldout_prompts(out: Path, tokenizer: Any, count: int) -> list[str]:
     """The first PROMPT_TOKENS tokens of the first held-out windows (files never trained on)."""
     if (out / "cache" / "heldout.pt").exists():
-        inputs = torch.load(out / "cache" / "heldout.pt")["inputs"]
+        inputs = load_plain(out / "cache" / "heldout.pt")["inputs"]
     else:
         from spec_lsp.distill.corpus import windows
 
-        inputs = windows(torch.load(out / "cache" / "corpus.pt")["heldout"], PROMPT_TOKENS)
+        inputs = windows(load_plain(out / "cache" / "corpus.pt")["heldout"], PROMPT_TOKENS)
     return [str(tokenizer.decode(row.tolist())) for row in inputs[:count, :PROMPT_TOKENS]]
 
 

@@ -28,6 +28,7 @@ from spec_lsp.distill.loop import (
     cosine_lr,
     epoch_rows,
     load_corpus,
+    load_plain,
     teacher_hidden,
     train,
 )
@@ -161,7 +162,7 @@ def heldout_set(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Held-out windows and the target's greedy next token at each position (computed once)."""
     if cache.exists():
-        saved = torch.load(cache)
+        saved = load_plain(cache)
         return saved["inputs"], saved["top1"]
     inputs = windows(heldout, cfg.seq_len)[: cfg.heldout_windows].to(teacher.model.device)
     head = teacher.model.get_output_embeddings().weight
