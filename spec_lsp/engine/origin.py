@@ -20,11 +20,17 @@ server leaves its working directory at start (`spec_lsp.trust.leave_workspace`).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 SCHEMES = ("builtin:", "bundled:", "gguf:")
 RELATIVE = ("./", "../", ".\\", "..\\")
+# How transformers finds a model's weights: one file, or an index naming its shards.
+WEIGHTS = (
+    ("model.safetensors", "model.safetensors.index.json"),
+    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+)
 
 
 class OriginError(ValueError):
@@ -79,7 +85,8 @@ def gguf_path(source: str) -> Path | None:
 
 def on_this_machine(source: str) -> bool:
     """Whether loading `source` needs nothing fetched: built-in, bundled, a path, a cached
-    catalog GGUF, or a hub id in the hub's cache. Never fetches, never raises."""
+    catalog GGUF, or a hub id whose config and weights are in the hub's cache (`in_hub_cache`).
+    Never fetches, never raises."""
     if source.startswith(("builtin:", "bundled:")):
         return True
     if (path := explicit_path(source)) is not None:
@@ -89,8 +96,27 @@ def on_this_machine(source: str) -> bool:
 
         return source.startswith("gguf:") and fetch.is_cached(source)  # `x.gguf`: not a path
     try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(source, "config.json"), str)
+        return in_hub_cache(source)
     except Exception:  # noqa: BLE001 - an id the cache cannot parse is not on this machine
         return False
+
+
+def in_hub_cache(repo: str) -> bool:
+    """Whether the hub's cache holds the model `repo`: its config and all its weights (one file,
+    or every shard its index names). A download cut short leaves the config and no weights (or
+    some shards): the load would fetch the rest."""
+    from huggingface_hub import try_to_load_from_cache
+
+    def cached(name: str) -> str | None:
+        path = try_to_load_from_cache(repo, name)
+        return path if isinstance(path, str) else None
+
+    if cached("config.json") is None:
+        return False
+    for single, index in WEIGHTS:
+        if cached(single) is not None:
+            return True
+        if (listed := cached(index)) is not None:
+            shards = set(json.loads(Path(listed).read_text())["weight_map"].values())
+            return bool(shards) and all(cached(shard) is not None for shard in shards)
+    return False

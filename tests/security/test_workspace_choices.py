@@ -141,6 +141,38 @@ def test_a_client_cannot_start_a_download_the_user_did_not_allow(allowed: object
     assert client_options(current, {"preset": "qwen2.5-coder-7b"})[0].preset == "qwen2.5-coder-7b"
 
 
+def _hub_cache(root: Path, repo: str, files: dict[str, str]) -> None:
+    """`files` of `repo` in a hub cache at `root`, laid out as huggingface_hub leaves them."""
+    folder = root / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True, exist_ok=True)
+    (folder / "refs" / "main").write_text("c0ffee")
+    for name, text in files.items():
+        (folder / "snapshots" / "c0ffee").mkdir(parents=True, exist_ok=True)
+        (folder / "snapshots" / "c0ffee" / name).write_text(text)
+
+
+def test_a_download_cut_short_still_needs_the_users_permission(
+    allowed: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupted download leaves the config in the hub's cache and not all the weights:
+    switching to that preset would fetch the rest, so it is still a download."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    current, wanted = Options(preset="bundled"), {"preset": "starcoder2-15b"}
+    target, draft = "bigcode/starcoder2-15b", "bigcode/starcoder2-3b"
+    index = {"weight_map": {"a": "model-1-of-2.safetensors", "b": "model-2-of-2.safetensors"}}
+    _hub_cache(tmp_path / "hub", target, {"config.json": "{}"})
+    _hub_cache(tmp_path / "hub", draft, {"config.json": "{}", "model.safetensors": ""})
+    options, warnings = client_options(current, wanted)
+    assert options.preset == "bundled" and any("downloaded" in w for w in warnings)
+    shards = {"model.safetensors.index.json": json.dumps(index), "model-1-of-2.safetensors": ""}
+    _hub_cache(tmp_path / "hub", target, shards)  # one shard of two
+    assert client_options(current, wanted)[0].preset == "bundled"
+    _hub_cache(tmp_path / "hub", target, {"model-2-of-2.safetensors": ""})
+    assert client_options(current, wanted)[0].preset == "starcoder2-15b"  # all there: local
+
+
 def test_the_preset_the_user_started_with_is_kept_whatever_its_kind(allowed: object) -> None:
     trust.allow_client_presets("", user_preset="remote-llama-server")  # `serve --preset`
     current = Options(preset="remote-llama-server")
