@@ -60,13 +60,34 @@ PRIVATE_FILES = (
     ".htpasswd",
     "credentials*",
     "*secret*",
+    "*service-account*.json",  # GCP keys
     "*.tfvars",
-    "*.tfstate",
+    "*.tfstate*",  # terraform.tfstate.backup too
+    "*.ppk",
+    "*.keytab",
+    "*.ovpn",
+    "*kubeconfig*",
+    ".vault-token",
+    ".s3cfg",
+    ".boto",
+    ".my.cnf",
+    ".yarnrc*",
+    ".terraformrc",
+    "terraform.rc",
+    "rclone.conf",
+    # `env.*` would take Alembic's env.py: the deployment names only
+    "env.local",
+    "env.prod*",
+    "env.dev*",
+    "env.stag*",
     "*/.ssh/*",
     "*/.gnupg/*",
     "*/.aws/*",
     "*/.kube/config",
     "*/.docker/config.json",
+    "*/.config/gh/*",
+    "*/.config/gcloud/*",
+    "*/.m2/settings*.xml",
 )
 
 ChunkKey = tuple[str, int]  # (uri, first line)

@@ -31,8 +31,21 @@ SECRETS = [  # (uri, language id, text): each text holds a marker no request may
     ("file:///home/u/.ssh/id_rsa", "plaintext", "-----BEGIN KEY----- RSAMARKER abcdefgh\n"),
     ("file:///w/tls/server.pem", "plaintext", "-----BEGIN CERTIFICATE----- PEMMARKER xyz\n"),
     ("file:///w/config/client_secret.json", "json", '{"secret": "JSONMARKER-0123456789"}\n'),
+    # Issue 41 item 8: these reached prompts and `input_extra` before.
+    ("file:///w/deploy/service-account.json", "json", '{"private_key": "GCPMARKER-0123"}\n'),
+    ("file:///home/u/.config/gh/hosts.yml", "yaml", "oauth_token: gho_GHMARKER0123456789\n"),
+    ("file:///w/ops/kubeconfig", "yaml", "token: KUBEMARKER-0123456789abcdef\n"),
+    ("file:///home/u/.vault-token", "plaintext", "hvs.VAULTMARKER0123456789abcdef\n"),
+    ("file:///home/u/.s3cfg", "ini", "secret_key = S3MARKER-0123456789abcdef\n"),
+    ("file:///w/infra/terraform.tfstate.backup", "json", '{"password": "TFMARKER-0123"}\n'),
+    ("file:///w/keys/deploy.ppk", "plaintext", "Private-Lines: 14 PPKMARKER-0123456789\n"),
+    ("file:///w/.yarnrc.yml", "yaml", "npmAuthToken: YARNMARKER-0123456789abcdef\n"),
+    ("file:///home/u/.m2/settings.xml", "xml", "<password>MAVENMARKER-0123456</password>\n"),
+    ("file:///w/env.production", "plaintext", "DB_PASSWORD=ENVPRODMARKER-hunter2-hunter2\n"),
 ]
-MARKERS = ("ENVMARKER", "PRODMARKER", "RSAMARKER", "PEMMARKER", "JSONMARKER")
+MARKERS = ("ENVMARKER", "PRODMARKER", "RSAMARKER", "PEMMARKER", "JSONMARKER", "GCPMARKER")
+MARKERS += ("GHMARKER", "KUBEMARKER", "VAULTMARKER", "S3MARKER", "TFMARKER", "PPKMARKER")
+MARKERS += ("YARNMARKER", "MAVENMARKER", "ENVPRODMARKER")
 
 
 @pytest.fixture
@@ -122,6 +135,56 @@ def test_the_private_list_takes_the_users_patterns_on_top_of_the_built_in_ones()
     assert not shareable(
         Options(enabled_languages=("*", "!markdown")), "file:///w/a.md", "markdown"
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/w/terraform.tfstate",
+        "/w/terraform.tfstate.backup",
+        "/w/putty/server.PPK",
+        "/h/.config/gh/hosts.yml",
+        "/h/.config/gcloud/application_default_credentials.json",
+        "/h/.config/gcloud/configurations/config_default",
+        "/w/ops/kubeconfig",
+        "/w/ops/prod-kubeconfig.yaml",
+        "/w/gcp/my-service-account-key.json",
+        "/w/gcp/service-account.json",
+        "/h/.vault-token",
+        "/h/.s3cfg",
+        "/h/.boto",
+        "/h/.my.cnf",
+        "/w/krb5/http.keytab",
+        "/w/vpn/office.ovpn",
+        "/w/.yarnrc",
+        "/w/.yarnrc.yml",
+        "/h/.terraformrc",
+        "/h/terraform.rc",
+        "/h/.config/rclone/rclone.conf",
+        "/h/.m2/settings.xml",
+        "/h/.m2/settings-security.xml",
+        "/w/env.production",
+        "/w/env.local",
+        "/w/env.development",
+        "/w/env.staging",
+    ],
+)
+def test_each_built_in_private_pattern_covers_its_files(path: str) -> None:
+    assert private(Options(), f"file://{path}")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/w/migrations/env.py",  # Alembic's: code, not secrets
+        "/w/environment.py",
+        "/w/pom/settings.xml",  # a settings.xml outside ~/.m2
+        "/w/kube/deploy.py",
+        "/w/docs/service.json",
+    ],
+)
+def test_code_named_near_a_private_pattern_is_not_private(path: str) -> None:
+    assert not private(Options(), f"file://{path}")
 
 
 def test_options_that_turn_a_language_off_take_its_chunks_out_of_the_ring() -> None:
