@@ -2,10 +2,10 @@
 
 The token comes from `--token-file`, else $SPEC_LSP_TOKEN, else (on TCP) a new one written for
 local editors to read (`token_path`, owner-only). `admit` checks a connection's first message:
-an `initialize` carrying `initializationOptions.token`, compared in constant time, and hands it on
-with the token taken out, so the token reaches no log, option or status. `is_http_request` tells a
-browser's request line from LSP framing. It knows nothing of sockets or LSP sessions
-(`transport.py` applies these rules to each connection).
+an `initialize` of at most `MAX_FIRST_MESSAGE_BYTES` carrying `initializationOptions.token`,
+compared in constant time, and hands it on with the token taken out, so the token reaches no log,
+option or status. `is_http_request` tells a browser's request line from LSP framing. It knows
+nothing of sockets or LSP sessions (`transport.py` applies these rules to each connection).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 TOKEN_ENV = "SPEC_LSP_TOKEN"
+# The first message is read and parsed before its token is checked, so it is kept small: editors'
+# `initialize` messages are a few KiB (VS Code's about 10). A larger one is refused unparsed.
+MAX_FIRST_MESSAGE_BYTES = 64 * 1024
 _HTTP_REQUEST = re.compile(
     rb"^\s*(?:[A-Z]+ \S+ HTTP/\d|(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) )"
 )
@@ -71,7 +74,10 @@ def write_private(path: Path, text: str) -> None:
 
 
 def admit(body: bytes, token: str | None) -> bytes | None:
-    """The first message as the protocol may see it (the token taken out), or None: refused."""
+    """The first message as the protocol may see it (the token taken out), or None: refused
+    (one above `MAX_FIRST_MESSAGE_BYTES` too, without parsing it)."""
+    if len(body) > MAX_FIRST_MESSAGE_BYTES:
+        return None
     try:
         message: Any = json.loads(body)
     except (ValueError, RecursionError):

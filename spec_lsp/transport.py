@@ -1,17 +1,16 @@
 """A shared server's transport: one client at a time on a TCP or Unix socket, admitted by token.
 
 `spec-lsp serve --tcp` and `--socket` serve several editor windows from one process (one model in
-memory), one connection at a time. This module owns the sockets and who may speak on them:
+memory), one client's session at a time. This module owns the sockets and who may speak on them:
 
 - Listening: TCP (port 0 binds a free port) or a Unix socket created 0600 (a stale socket file is
   replaced, anything else at the path is an error), removed at exit with the token file.
-- One client: while a connection is served, another is closed at once, nothing read from it or
-  written to it; when a connection closes, the next one is accepted (the server keeps running;
-  a client reconnecting while its old connection's session still ends waits for that end).
-- Admission (`access.py`): the first message must be `initialize` with the token (where one is
-  required); anything else, or a client silent for `ADMIT_TIMEOUT_S`, is closed without a reply.
-  An HTTP request line as the first line (a browser's request to 127.0.0.1) closes it too; every
-  frame is read by `wire.py`'s bounded, resynchronizing reader, as on stdin.
+- One client: the session is held by one admitted connection at a time; when it closes, the
+  next admitted one takes it (the server keeps running).
+- Admission (`admission.py`, on `access.py`'s rules): several connections at once, each within
+  a few seconds; the first message must be `initialize` with the token (where one is required),
+  a small frame read strictly; anything else is closed without a reply. After it, every frame is
+  read by `wire.py`'s bounded, resynchronizing reader, as on stdin.
 
 It knows nothing of LSP beyond the first message: the server (`SpecServer`, the `Sessions` it is)
 turns an admitted connection into a session and ends it when the connection closes.
@@ -32,14 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from spec_lsp.access import admit, is_http_request
-from spec_lsp.wire import Readable, relay
+from spec_lsp.admission import Lobby, admit_first
+from spec_lsp.wire import relay
 
 log = logging.getLogger(__name__)
 
-ADMIT_TIMEOUT_S = 10.0  # a connection that has not sent its initialize by then is closed
 SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is disconnected
-ENDING_GRACE_S = 10.0  # a new connection waits at most this long for a closing one's session to end
 
 
 class TransportError(Exception):
@@ -173,77 +170,39 @@ class Connection:
             self.sock.close()
 
 
-class _RefuseHttp:
-    """The connection's reading side, ended at once if its first line is an HTTP request."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._first = True
-
-    def readline(self, limit: int = -1, /) -> bytes:
-        line = self._connection.reader.readline(limit)
-        if self._first and line.strip():
-            self._first = False
-            if is_http_request(line):
-                log.warning("refused %s: an HTTP request, not LSP", self._connection.peer)
-                return b""
-        return line
-
-    def read(self, size: int = -1, /) -> bytes:
-        return self._connection.reader.read(size)
-
-
-class _Gate:
-    """Hands bodies to a session once the first one is admitted; closes the connection if it
-    is not."""
-
-    def __init__(self, connection: Connection, sessions: Sessions, token: str | None) -> None:
-        self.connection, self.sessions, self.token = connection, sessions, token
-        self.handle: Callable[[bytes], None] | None = None
-
-    def on_body(self, body: bytes) -> None:
-        if self.handle is not None:
-            self.handle(body)
-            return
-        if self.connection.closed:
-            return
-        admitted = admit(body, self.token)
-        if admitted is None:
-            log.warning(
-                "refused %s: the first message was not an initialize with the token",
-                self.connection.peer,
-            )
-            self.connection.close()
-            return
-        log.info("client %s connected", self.connection.peer)
-        self.handle = self.sessions.open_session(self.connection)
-        self.handle(admitted)
-
-    def expire(self) -> None:
-        if self.handle is None and not self.connection.closed:
-            log.warning(
-                "refused %s: no initialize within %.0f s", self.connection.peer, ADMIT_TIMEOUT_S
-            )
-            self.connection.close()
-
-
-async def _serve_connection(connection: Connection, sessions: Sessions, token: str | None) -> None:
-    gate = _Gate(connection, sessions, token)
-    deadline = asyncio.get_running_loop().call_later(ADMIT_TIMEOUT_S, gate.expire)
+async def _serve_connection(
+    connection: Connection, sessions: Sessions, token: str | None, lobby: Lobby
+) -> None:
+    """Admits the connection, then serves it as the session if no other client holds it."""
+    took = opened = False
     try:
-        reading: Readable = _RefuseHttp(connection)
-        await relay(reading, gate.on_body, "spec-lsp-client")
+        first = await admit_first(connection, token)
+        lobby.admitted(connection)
+        if first is None:
+            return
+        if not (took := await lobby.take(connection)):
+            log.warning("refused %s: another client is connected (one at a time)", connection.peer)
+            return
+        log.info("client %s connected", connection.peer)
+        handle = sessions.open_session(connection)
+        opened = True
+        handle(first)
+        await asyncio.sleep(0)  # the handler's task takes its first step, as `relay` does
+        await relay(connection.reader, handle, "spec-lsp-client")
     finally:
-        deadline.cancel()
+        lobby.admitted(connection)
         connection.release()
-        if gate.handle is not None:
+        if opened:
             sessions.close_session()
             log.info("client %s disconnected; waiting for the next one", connection.peer)
+        if took:
+            lobby.leave()
 
 
 # -- the accept loop ----------------------------------------------------------------------------
 async def serve_clients(listener: socket.socket, sessions: Sessions, token: str | None) -> None:
-    """Serves one connection at a time until SIGTERM or SIGINT."""
+    """Admits connections in parallel and serves one session at a time, until SIGTERM or
+    SIGINT."""
     loop = asyncio.get_running_loop()
     stop: asyncio.Future[int] = loop.create_future()
 
@@ -255,15 +214,14 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
             loop.add_signal_handler(sig, on_signal, sig)
     listener.setblocking(False)
-    current: dict[asyncio.Task[None], Connection] = {}  # the connection served now, if any
+    lobby = Lobby()
+    tasks: set[asyncio.Task[None]] = set()  # each connection's, from its admission to its end
 
     async def serve(connection: Connection) -> None:
         try:
-            await _serve_connection(connection, sessions, token)
+            await _serve_connection(connection, sessions, token, lobby)
         except Exception:  # a bug in one session ends that connection, not the server
             log.exception("serving %s failed", connection.peer)
-        finally:
-            current.clear()  # before the next accept: the next client is let in at once
 
     async def accept() -> None:
         while True:
@@ -274,29 +232,25 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
                 await asyncio.sleep(0.5)
                 continue
             name = _describe(peer)
-            if current and all(c.ending() for c in current.values()):
-                await asyncio.wait(current, timeout=ENDING_GRACE_S)  # the last one is leaving
-            if current:
-                log.warning("refused %s: another client is connected (one at a time)", name)
-                with contextlib.suppress(OSError):
-                    sock.close()
-                continue
             try:
                 connection = Connection(sock, name)
             except OSError as exc:  # gone already (reset before its options were set)
                 log.warning("dropped %s: %s", name, exc)
                 sock.close()
                 continue
-            current[asyncio.ensure_future(serve(connection))] = connection
+            lobby.arrive(connection)
+            task = asyncio.ensure_future(serve(connection))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
 
     accepting = asyncio.ensure_future(accept())
     try:
         await stop
         log.info("stopping: %s", signal.Signals(stop.result()).name)
     finally:
-        for task in (accepting, *current):
+        for task in (accepting, *tasks):
             task.cancel()
-        await asyncio.gather(accepting, *current, return_exceptions=True)
+        await asyncio.gather(accepting, *tasks, return_exceptions=True)
 
 
 def _describe(peer: Any) -> str:

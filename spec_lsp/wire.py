@@ -7,7 +7,8 @@ body shorter or longer than its header said (the rest of the body is glued to ev
 line, none of which matches again: the server goes deaf). Here a header is found anywhere in a
 line, a length above `MAX_MESSAGE_BYTES` is refused without reading it, and lines are read in
 bounded pieces; after any framing error the next well-formed frame is read normally. The same
-reader serves stdin (`serve_stream`) and each client of a shared server (`transport.py`, `relay`).
+reader serves stdin (`serve_stream`) and each client of a shared server (`transport.py`, `relay`),
+whose first frame, sent before its token is checked, is read strictly and small (`read_first`).
 
 It knows nothing of JSON-RPC or pygls: bodies go to a callback as bytes.
 """
@@ -63,6 +64,25 @@ def read_frames(
         if len(body) < size:
             return  # the stream ended inside a body
         on_body(body)
+
+
+def read_first(stream: Readable, max_bytes: int) -> bytes | None:
+    """The first frame of a stream not yet trusted (a shared server's connection before its
+    token is checked): header lines, a blank line, then a body of at most `max_bytes`, read in
+    one piece. None, with nothing more read, for anything else: a blank line before any
+    `Content-Length`, a larger length, or the stream's end. Nothing past this frame is read, so
+    the resynchronizing reader (`read_frames`, `relay`) takes over at the next one."""
+    length: int | None = None
+    while line := stream.readline(MAX_LINE_BYTES):
+        if line.strip():
+            if match := _HEADER.search(line):
+                length = int(match.group(1))
+            continue
+        if length is None or not 0 < length <= max_bytes:
+            return None
+        body = stream.read(length)
+        return body if len(body) == length else None
+    return None
 
 
 async def relay(stream: Readable, handle: Callable[[bytes], None], name: str) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 
-from spec_lsp.access import admit, is_http_request
+from spec_lsp import access
+from spec_lsp.access import MAX_FIRST_MESSAGE_BYTES, admit, is_http_request
+from spec_lsp.wire import read_first
 
 TOKEN = "s3cret-token"
 
@@ -47,6 +50,32 @@ def test_an_admitted_initialize_keeps_its_options_without_the_token() -> None:
 )
 def test_anything_but_an_initialize_with_the_token_is_refused(body: bytes) -> None:
     assert admit(body, TOKEN) is None
+
+
+def test_a_first_message_above_its_cap_is_refused_unparsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    big = initialize({"token": TOKEN, "pad": "x" * MAX_FIRST_MESSAGE_BYTES})
+    monkeypatch.setattr(access.json, "loads", lambda _: pytest.fail("parsed"))
+    assert admit(big, TOKEN) is None
+    assert admit(big, None) is None
+
+
+def test_the_first_frame_is_read_small_and_alone() -> None:
+    first = initialize({"token": TOKEN})
+    rest = b"Content-Length: 5\r\n\r\nafter"
+    stream = io.BytesIO(
+        b"Content-Type: x\r\nContent-Length: %d\r\n\r\n" % len(first) + first + rest
+    )
+    assert read_first(stream, MAX_FIRST_MESSAGE_BYTES) == first
+    assert stream.read() == rest  # nothing after it was read
+    oversized = io.BytesIO(b"Content-Length: %d\r\n\r\n" % (MAX_FIRST_MESSAGE_BYTES + 1) + b"x" * 9)
+    assert read_first(oversized, MAX_FIRST_MESSAGE_BYTES) is None
+    assert oversized.read() == b"x" * 9  # refused unread
+    for refused in (
+        b"\r\nContent-Length: 2\r\n\r\n{}",  # a blank line before any length
+        b"Content-Length: 0\r\n\r\n",
+        b"Content-Length: 10\r\n\r\n{}",  # the stream ends inside the body
+    ):
+        assert read_first(io.BytesIO(refused), MAX_FIRST_MESSAGE_BYTES) is None
 
 
 def test_without_a_token_the_first_message_passes_and_loses_any_token_it_carries() -> None:

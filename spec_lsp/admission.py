@@ -1,0 +1,125 @@
+"""Who is let in on a shared server's socket: `access.py`'s rules applied to connections as they
+arrive, so that no one without the token can keep the user out.
+
+- Several connections are admitted at once (`Lobby`, at most ADMITTING_MAX waiting; one more
+  closes the oldest of them), each within ADMIT_TIMEOUT_S: a silent or refused connection never
+  holds the session, so a loop of them reconnecting cannot keep the editor out.
+- The first frame is read by a thread of its own, strictly and small (`wire.read_first`, at most
+  `access.MAX_FIRST_MESSAGE_BYTES`, nothing after it), so an unadmitted client costs tens of KiB,
+  however long a frame it announces. An HTTP request line as the first line (a browser's request
+  to 127.0.0.1) ends it at once.
+- Only an admitted connection takes the one session (`Lobby.take`); while another client is
+  served it is refused, except that a client reconnecting while its old connection's session
+  still ends waits for that end (at most ENDING_GRACE_S).
+
+It knows nothing of listening, writing or LSP sessions (`transport.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from spec_lsp.access import MAX_FIRST_MESSAGE_BYTES, admit, is_http_request
+from spec_lsp.wire import read_first
+
+if TYPE_CHECKING:
+    from spec_lsp.transport import Connection
+
+log = logging.getLogger(__name__)
+
+ADMIT_TIMEOUT_S = 5.0  # a connection that has not sent its initialize by then is closed
+ADMITTING_MAX = 16  # connections admitted at once; one more closes the oldest of them
+ENDING_GRACE_S = 10.0  # a new client waits at most this long for a closing one's session to end
+
+
+class _RefuseHttp:
+    """The connection's reading side, ended at once if its first line is an HTTP request."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._first = True
+
+    def readline(self, limit: int = -1, /) -> bytes:
+        line = self._connection.reader.readline(limit)
+        if self._first and line.strip():
+            self._first = False
+            if is_http_request(line):
+                log.warning("refused %s: an HTTP request, not LSP", self._connection.peer)
+                return b""
+        return line
+
+    def read(self, size: int = -1, /) -> bytes:
+        return self._connection.reader.read(size)
+
+
+class Lobby:
+    """Who is let in: the connections being admitted at once (oldest first), and the one session,
+    which only an admitted connection takes."""
+
+    def __init__(self) -> None:
+        self.admitting: dict[Connection, None] = {}
+        self.holder: Connection | None = None
+        self._freed = asyncio.Event()
+
+    def arrive(self, connection: Connection) -> None:
+        """A new connection waits for its admission; one too many closes the oldest waiting."""
+        if len(self.admitting) >= ADMITTING_MAX:
+            oldest = next(iter(self.admitting))
+            log.warning("refused %s: %d connections wait for admission", oldest.peer, ADMITTING_MAX)
+            oldest.close()
+        self.admitting[connection] = None
+
+    def admitted(self, connection: Connection) -> None:
+        self.admitting.pop(connection, None)
+
+    async def take(self, connection: Connection) -> bool:
+        """True once `connection` holds the session; False while another client is served (one
+        whose connection is ending is waited for, at most ENDING_GRACE_S)."""
+        if self.holder is not None and self.holder.ending():
+            self._freed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._freed.wait(), ENDING_GRACE_S)
+        if self.holder is not None:
+            return False
+        self.holder = connection
+        return True
+
+    def leave(self) -> None:
+        self.holder = None
+        self._freed.set()
+
+
+async def admit_first(connection: Connection, token: str | None) -> bytes | None:
+    """The connection's first message as admitted (`access.admit`), or None: refused (logged).
+    A thread of its own reads that one frame (`wire.read_first`, at most MAX_FIRST_MESSAGE_BYTES,
+    nothing after it) within ADMIT_TIMEOUT_S; the session's reader takes over after it."""
+    loop = asyncio.get_running_loop()
+    first: asyncio.Future[bytes | None] = loop.create_future()
+
+    def settle(body: bytes | None) -> None:
+        if not first.done():
+            first.set_result(body)
+
+    def read() -> None:
+        body = None
+        with contextlib.suppress(OSError, ValueError):
+            body = read_first(_RefuseHttp(connection), MAX_FIRST_MESSAGE_BYTES)
+        with contextlib.suppress(RuntimeError):  # the loop may be gone already
+            loop.call_soon_threadsafe(settle, body)
+
+    threading.Thread(target=read, name="spec-lsp-admit", daemon=True).start()
+    try:
+        body = await asyncio.wait_for(first, ADMIT_TIMEOUT_S)
+    except TimeoutError:
+        log.warning("refused %s: no initialize within %.0f s", connection.peer, ADMIT_TIMEOUT_S)
+        return None
+    admitted = None if body is None else admit(body, token)
+    if admitted is None and not connection.closed:
+        log.warning(
+            "refused %s: the first message was not an initialize with the token", connection.peer
+        )
+    return admitted
