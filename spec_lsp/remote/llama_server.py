@@ -14,12 +14,13 @@ slot's KV for the next keystroke; `timings_per_token` makes every chunk carry th
 so a stream closed early still reports them. A request closed before its first token is sent
 again prompt-only (`warmup_body`, `warmup.py`), so the slot's prompt cache keeps up with typing.
 
-count_tokens asks the server's `/tokenize` (one short request), and falls back to the chars/4
-estimate when it cannot.
+count_tokens asks the server's `/tokenize` (one short request, its answer read within the
+preset's caps), and falls back to the chars/4 estimate when it cannot.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from typing import Any
@@ -34,8 +35,10 @@ from spec_lsp.engine.api import (
     StopReason,
 )
 from spec_lsp.prompt import template_for
+from spec_lsp.remote import body
 from spec_lsp.remote.slots import OFF, Slots
 from spec_lsp.remote.spec import RemoteSpec
+from spec_lsp.remote.sse import RemoteError
 from spec_lsp.remote.stream import Chunk, RemoteBackend
 
 STOP_TYPES: dict[str, StopReason] = {"limit": "max_tokens", "eos": "eos", "word": "stop_string"}
@@ -160,15 +163,18 @@ class LlamaServerBackend(RemoteBackend):
 
     def count_tokens(self, text: str) -> int:
         """The server's own count (`/tokenize`), else the chars/4 estimate."""
+        s = self.spec
         try:
-            response = httpx.post(
-                f"{self.spec.base_url}/tokenize",
+            with httpx.stream(
+                "POST",
+                f"{s.base_url}/tokenize",
                 json={"content": text},
-                headers=self.spec.headers(),
-                timeout=self.spec.connect_timeout_s,
-                verify=self.spec.verify_tls,
-            )
-            response.raise_for_status()
-            return len(response.json()["tokens"])
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                headers=s.headers(),
+                timeout=s.connect_timeout_s,
+                **s.client_options(),
+            ) as response:
+                response.raise_for_status()
+                answer = body.read(response, self.answer_cap())
+            return len(json.loads(answer)["tokens"])
+        except (httpx.HTTPError, RemoteError, ValueError, KeyError, TypeError):
             return super().count_tokens(text)

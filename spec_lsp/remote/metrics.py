@@ -4,10 +4,11 @@ vLLM (`vllm:spec_decode_num_draft_tokens_total`, `..._num_accepted_tokens_total`
 `..._num_drafts_total`) and llama-server started with `--metrics` (the same names under
 `llamacpp:`) count drafted and accepted tokens for the whole engine since it started: every user's
 requests, not only this editor's. vLLM's stream does not carry them per request, so this is the
-only place they are seen. `MetricsPoller` reads the page off the keystroke path: a generation's end
-pokes it, and a thread of its own polls at most once every `interval_s`. A missing or disabled
-endpoint (404, llama-server's 501 without `--metrics`) leaves the figures absent; a failed poll
-keeps the last ones.
+only place they are seen. `fetch_metrics` reads the page within a cap (`body.py`), and
+`MetricsPoller` reads it off the keystroke path: a generation's end pokes it, and a thread of its
+own polls at most once every `interval_s`. A missing or disabled endpoint (404, llama-server's 501
+without `--metrics`) leaves the figures absent; a failed poll (a page past its cap too) keeps the
+last ones.
 
 The page is Prometheus' text format; only lines `name{labels} value` are read (series of one name
 with different labels, e.g. vLLM's per-engine ones, are summed), which is all these counters need.
@@ -21,6 +22,10 @@ from collections.abc import Callable
 
 import httpx
 
+from spec_lsp.remote import body
+from spec_lsp.remote.spec import InsecureKeyError, RemoteSpec
+from spec_lsp.remote.sse import RemoteError
+
 log = logging.getLogger(__name__)
 
 COUNTERS = {  # wire name -> the counter's name after its "vllm:" or "llamacpp:" namespace
@@ -30,6 +35,23 @@ COUNTERS = {  # wire name -> the counter's name after its "vllm:" or "llamacpp:"
 }
 NAMESPACES = ("vllm", "llamacpp")
 IDLE_EXIT_S = 60.0  # the polling thread ends after this long without a poke (the next starts one)
+MAX_PAGE_BYTES = 1 << 20  # a /metrics page is a few KiB (vLLM's, with its histograms, tens)
+
+
+def fetch_metrics(spec: RemoteSpec) -> httpx.Response:
+    """One read of the engine's `/metrics` page, within MAX_PAGE_BYTES and the spec's
+    `max_stream_s` (`body.py`: the engine may send an endless page, a byte at a time)."""
+    try:
+        headers = spec.headers()
+    except InsecureKeyError as exc:  # generation's health says why; the poller stays quiet
+        raise httpx.RequestError(str(exc)) from exc
+    url, options = f"{spec.base_url}/metrics", spec.client_options()
+    with httpx.stream(
+        "GET", url, headers=headers, timeout=spec.connect_timeout_s, **options
+    ) as got:
+        cap = body.Cap(MAX_PAGE_BYTES, spec.max_stream_s, "the /metrics page's cap")
+        page = body.read(got, cap) if got.status_code == 200 else b""
+    return httpx.Response(got.status_code, content=page)
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -107,8 +129,8 @@ class MetricsPoller:
         self.polls += 1
         try:
             response = self._fetch()
-        except httpx.HTTPError:
-            return  # the engine is unreachable: generation's health says so; keep the last
+        except (httpx.HTTPError, RemoteError):
+            return  # unreachable, or a page past its cap: generation's health says so; keep the last
         if response.status_code != 200:
             self.figures = None
             return

@@ -19,7 +19,11 @@
 
 The key's value is read only when a request is sent; it is never part of this object's repr,
 of a log line or of stats, and never sent over plain `http://` to a host other than this machine's
-loopback (`headers` refuses: `InsecureKeyError`), since anyone on the path could read it.
+loopback (`headers` refuses: `InsecureKeyError`), since anyone on the path could read it. Nor
+through a proxy in clear: httpx takes `HTTP_PROXY`/`ALL_PROXY` from the environment for every
+address, loopback included, so a loopback engine is reached with `trust_env` off (`client_options`,
+as `launch.py` does), directly; the key then goes through a proxy only to an `https://` engine,
+which the proxy only tunnels (CONNECT) and cannot read.
 
 There is no `tokenizer` key: the remote backends count tokens with the engine's own `/tokenize`
 (llama-server) or the chars/4 estimate (`stream.CHARS_PER_TOKEN`), and the prompt budget is in
@@ -67,6 +71,16 @@ class RemoteSpec:
     @property
     def base_url(self) -> str:
         return (os.environ.get(URL_ENV) or self.url).rstrip("/")
+
+    @property
+    def trust_env(self) -> bool:
+        """Whether httpx may take a proxy (and CA files, .netrc) from the environment: not for a
+        loopback engine, whose requests (key and code) would go to `HTTP_PROXY` in clear."""
+        return not is_loopback(urlsplit(self.base_url).hostname or "")
+
+    def client_options(self) -> dict[str, Any]:
+        """What every httpx client and request to this engine is given."""
+        return {"verify": self.verify_tls, "trust_env": self.trust_env}
 
     def headers(self) -> dict[str, str]:
         """Request headers; the API key from its environment variable, when one is named.

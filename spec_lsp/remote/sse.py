@@ -1,17 +1,14 @@
-"""An engine's streamed answer as server-sent events: its lines, read within a byte cap
-(`lines`), and the JSON object each `data:` line carries (`payload`). What goes wrong is a
-`RemoteError`, in words fit for the status (no key, no prompt). Knows nothing of the backends'
-chunk formats (`stream.RemoteBackend.read_chunk` reads those).
+"""An engine's streamed answer as server-sent events: its lines (`lines`, of a body read within
+its cap by `body.achunks`), and the JSON object each `data:` line carries (`payload`). What goes
+wrong is a `RemoteError`, in words fit for the status (no key, no prompt). Knows nothing of the
+backends' chunk formats (`stream.RemoteBackend.read_chunk` reads those).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, cast
-
-import httpx
+from collections.abc import AsyncIterator
+from typing import Any
 
 DONE = "[DONE]"  # OpenAI-compatible streams end with this payload
 
@@ -20,21 +17,14 @@ class RemoteError(Exception):
     """A failed remote request, described in words for the status (no key, no prompt)."""
 
 
-async def lines(response: httpx.Response, limit: int) -> AsyncIterator[str]:
-    """The response's lines (as `aiter_lines`, which would buffer an endless line whole), at most
-    `limit` bytes in all: past it, a `RemoteError` naming the cap."""
-    pending, total = b"", 0
-    chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-    async with contextlib.aclosing(
-        chunks
-    ):  # an async generator: closed on return, not when collected
-        async for data in chunks:
-            total += len(data)
-            if total > limit:
-                raise RemoteError(f"the answer passed {limit} bytes (max_stream_bytes): closed")
-            *complete, pending = (pending + data).split(b"\n")
-            for line in complete:
-                yield line.rstrip(b"\r").decode("utf-8", "replace")
+async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The lines of a streamed answer's body (as `aiter_lines`, which would buffer an endless line
+    whole); `chunks` is the body read within its cap (`body.achunks`), which bounds a line too."""
+    pending = b""
+    async for data in chunks:
+        *complete, pending = (pending + data).split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
     if pending:
         yield pending.rstrip(b"\r").decode("utf-8", "replace")
 

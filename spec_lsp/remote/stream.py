@@ -7,16 +7,20 @@ inference worker's thread (`Backend.generate` is blocking there). A watcher poll
 even while the server has not sent the next chunk (a long prefill). A failure (connection refused
 or reset, timeout, HTTP error, malformed chunk, a stream past its preset's `max_stream_bytes` or
 `max_stream_s`, an API key refused on plain HTTP) is an empty result with stop_reason "error", and
-`Health` says why and when to try again; `sse` reads the stream's lines within the byte cap. Subclasses say where to send a request and how to read
-one chunk (`Chunk`), and may give the prompt-only form of a request (`warmup_body`): a request
-closed before its first token is then handed to `warmup.Warmer`, which sends it again in a thread
-of its own so the engine's prompt cache keeps up with typing.
+`Health` says why and when to try again. Every body is read within its caps (`body.py`: the
+stream, an error's start, a warm-up's answer), and `sse` splits the stream's lines. Every client
+takes `RemoteSpec.client_options` (a loopback engine is never reached through a proxy). Subclasses
+say where to send a request and how to read one chunk (`Chunk`), and may give the prompt-only
+form of a request (`warmup_body`): a request closed before its first token is then handed to
+`warmup.Warmer`, which sends it again in a thread of its own so the engine's prompt cache keeps
+up with typing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -32,9 +36,10 @@ from spec_lsp.engine.api import (
     GenerationStats,
     StopReason,
 )
+from spec_lsp.remote import body as body_of
 from spec_lsp.remote import sse
 from spec_lsp.remote.health import Health
-from spec_lsp.remote.metrics import MetricsPoller
+from spec_lsp.remote.metrics import MetricsPoller, fetch_metrics
 from spec_lsp.remote.spec import InsecureKeyError, RemoteSpec
 from spec_lsp.remote.sse import RemoteError
 from spec_lsp.remote.warmup import Warmer
@@ -75,7 +80,7 @@ class RemoteBackend(BackendBase):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
         self.requests = 0
-        self.metrics = MetricsPoller(self._fetch_metrics, spec.metrics_interval_s)
+        self.metrics = MetricsPoller(lambda: fetch_metrics(spec), spec.metrics_interval_s)
         self._warm_client: httpx.Client | None = None  # used by the warm-up thread only
         self.warmer: Warmer | None = None
         if spec.warmup and type(self).warmup_body is not RemoteBackend.warmup_body:
@@ -179,16 +184,20 @@ class RemoteBackend(BackendBase):
                 max(WARMUP_READ_S, s.read_timeout_s), connect=s.connect_timeout_s
             )
             self._warm_client = httpx.Client(
-                base_url=s.base_url, timeout=timeout, verify=s.verify_tls
+                base_url=s.base_url, timeout=timeout, **s.client_options()
             )
-        response = self._warm_client.post(path, json=body, headers=self.headers())
-        if response.status_code >= 400:
-            detail = response.text[:200].strip()
-            raise RemoteError(f"HTTP {response.status_code} from {path} (warm-up): {detail}")
-        answer = response.json()
-        if not isinstance(answer, dict):
+        with self._warm_client.stream("POST", path, json=body, headers=self.headers()) as answer:
+            if answer.status_code >= 400:
+                why = body_of.detail(answer)
+                raise RemoteError(f"HTTP {answer.status_code} from {path} (warm-up): {why}")
+            data = body_of.read(answer, self.answer_cap())
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
             raise RemoteError(f"malformed answer from {path} (warm-up)")
-        return answer
+        return parsed
 
     def _warmup_failed(self, exc: Exception) -> None:
         if isinstance(exc, httpx.HTTPError):
@@ -205,28 +214,19 @@ class RemoteBackend(BackendBase):
             self._loop = asyncio.new_event_loop()
         return self._loop
 
-    def _fetch_metrics(self) -> httpx.Response:
-        s = self.spec
-        try:
-            headers = s.headers()
-        except InsecureKeyError as exc:  # generation's health says why; the poller stays quiet
-            raise httpx.RequestError(str(exc)) from exc
-        return httpx.get(
-            f"{s.base_url}/metrics",
-            headers=headers,
-            timeout=s.connect_timeout_s,
-            verify=s.verify_tls,
-        )
-
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             s = self.spec
             self._client = httpx.AsyncClient(
                 base_url=s.base_url,
                 timeout=httpx.Timeout(s.read_timeout_s, connect=s.connect_timeout_s),
-                verify=s.verify_tls,
+                **s.client_options(),
             )
         return self._client
+
+    def answer_cap(self) -> body_of.Cap:
+        """How much of one answer is read: the preset's `max_stream_bytes` and `max_stream_s`."""
+        return body_of.Cap(self.spec.max_stream_bytes, self.spec.max_stream_s)
 
     def headers(self) -> dict[str, str]:
         """The spec's request headers; a key refused on plain HTTP is a `RemoteError`."""
@@ -268,11 +268,12 @@ class RemoteBackend(BackendBase):
         client = self.client()
         async with client.stream("POST", path, json=body, headers=headers) as response:
             if response.status_code >= 400:
-                detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
+                detail = await body_of.adetail(response)
                 raise RemoteError(f"HTTP {response.status_code} from {path}: {detail}")
-            # An async generator: closed on return, not when collected.
-            lines = cast(AsyncGenerator[str, None], sse.lines(response, self.spec.max_stream_bytes))
-            async with contextlib.aclosing(lines):
+            # Async generators: closed on return, not when collected.
+            chunks = cast(AsyncGenerator[bytes, None], body_of.achunks(response, self.answer_cap()))
+            lines = cast(AsyncGenerator[str, None], sse.lines(chunks))
+            async with contextlib.aclosing(chunks), contextlib.aclosing(lines):
                 async for line in lines:
                     chunk = self._parse(line)
                     if chunk is None:
