@@ -73,6 +73,68 @@ def test_a_library_or_folder_of_another_owner_is_refused(
         library.private_dir(lib.parent)
 
 
+def test_a_link_in_place_of_the_library_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "build" / "real.so"
+    real.parent.mkdir(mode=0o700)
+    real.write_bytes(b"\x7fELF")
+    real.chmod(0o700)
+    (tmp_path / "build" / "k.so").symlink_to(real)  # the user's own file, through a link
+    with pytest.raises(library.LibraryError, match="is a link"):
+        library.check_owner_and_mode(tmp_path / "build" / "k.so")
+    seen: list[str] = []
+    with pytest.raises(library.LibraryError, match="cannot be opened"):
+        library.load_checked(tmp_path / "build" / "k.so", seen.append)
+    assert seen == []
+
+
+def _checked_library(tmp_path: Path, data: bytes) -> Path:
+    """A private library file whose sha256 is stamped, as after its smoke test."""
+    lib = tmp_path / "build" / "k.so"
+    lib.parent.mkdir(mode=0o700, exist_ok=True)
+    lib.write_bytes(data)
+    lib.chmod(0o700)
+    (lib.parent / library.STAMP).write_text(library.sha256(lib) + "\n")
+    return lib
+
+
+def test_a_library_swapped_after_its_check_is_not_what_loads(tmp_path: Path) -> None:
+    """The window between the check and the load: the loader is given the file that was opened
+    and checked, whatever the name points at by then."""
+    lib = _checked_library(tmp_path, b"checked bytes")
+    swapped = tmp_path / "build" / "swapped.so"
+    swapped.write_bytes(b"other bytes")
+    swapped.chmod(0o700)
+    loaded: list[bytes] = []
+
+    def load(path: str) -> None:
+        os.replace(swapped, lib)  # swapped in under its name between the check and the load
+        loaded.append(Path(path).read_bytes())
+
+    library.load_checked(lib, load)
+    assert loaded == [b"checked bytes"]
+
+
+def test_a_library_changed_between_ensure_and_the_load_is_not_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through `native.available`: `ensure` checked and smoke-tested the file, then another was
+    put in its place before the load: nothing is loaded, and the failure says why."""
+    import torch
+
+    def ensure() -> Path:
+        lib = _checked_library(tmp_path, b"smoke-tested bytes")
+        lib.write_bytes(b"other bytes")  # after the check
+        return lib
+
+    loaded: list[bytes] = []
+    monkeypatch.setattr(native, "ensure", ensure)
+    monkeypatch.setattr(native, "wanted", lambda: True)
+    monkeypatch.setattr(native, "_FAILURE", [])
+    monkeypatch.setattr(torch.ops, "load_library", lambda p: loaded.append(Path(p).read_bytes()))
+    assert not native.available.__wrapped__()
+    assert loaded == [] and "not the one that passed its smoke test" in str(native.failure())
+
+
 def test_kernel_folders_are_made_private(tmp_path: Path) -> None:
     folder = tmp_path / "kernels"
     folder.mkdir(mode=0o755)

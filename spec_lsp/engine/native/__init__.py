@@ -67,9 +67,10 @@ The library is code this process runs, so before it is loaded: the kernels folde
 folder are private (0700, the user's own), the library is the user's and writable by no one else
 (else it is not loaded: `spec-lsp kernels build --force` builds a fresh one), and it has passed a
 smoke test in a child process (loaded, its two probes called; the passing library's sha256 is
-stamped beside it). A library that fails the smoke test (a crash at load, a corrupt file) is
-removed and built once again. Any failure leaves the formats on torch's kernels; `failure()` says
-why, and `spec-lsp/status` (`kernelsError`) and `spec-lsp doctor` show it.
+stamped beside it); the file loaded is the one opened and checked (`library.load_checked`). A
+library that fails the smoke test (a crash at load, a corrupt file) is removed and built once
+again. Any failure leaves the formats on torch's kernels; `failure()` says why, and
+`spec-lsp/status` (`kernelsError`) and `spec-lsp doctor` show it.
 """
 
 from __future__ import annotations
@@ -169,8 +170,7 @@ def available() -> bool:
     if not wanted():
         return False
     try:
-        library = ensure()
-        torch.ops.load_library(str(library))
+        library.load_checked(ensure(), torch.ops.load_library)  # the very file it checked
     except (OSError, RuntimeError) as exc:  # LibraryError is a RuntimeError
         _FAILURE[:] = [str(exc)]
         log.warning("native kernels unavailable (%s): torch's kernels run instead", exc)

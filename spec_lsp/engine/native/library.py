@@ -7,9 +7,13 @@ serves models loads it. Knows nothing of what the kernels compute (`native/__ini
   smoke test.
 - Kept in a private folder: the kernels folder and each build folder are 0700 and the user's.
 - Loaded only when the library is the user's and writable by no one else (group or world
-  writable, or another owner: refused, never removed: it is not ours to remove) and its sha256 is
-  the one stamped when it passed a smoke test in a child process; else the smoke test runs again
-  first. A library that fails it (a crash at load, a corrupt file) is removed, so it is not kept.
+  writable, another owner, or a link: refused, never removed: it is not ours to remove) and its
+  sha256 is the one stamped when it passed a smoke test in a child process; else the smoke test
+  runs again first. A library that fails it (a crash at load, a corrupt file) is removed, so it
+  is not kept.
+- Loaded by what was checked (`load_checked`): the file is opened without following a link, its
+  owner and mode checked on the descriptor, its bytes hashed from it, and that very file loaded
+  through `/proc/self/fd/N`, whatever its name points at by then.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import sysconfig
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from spec_lsp.engine import ownership
+from spec_lsp.interpreter import child_command, child_env
 
 Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1])
 STAMP = "smoke-ok"  # the sha256 of the library that passed the smoke test, beside it
@@ -52,11 +58,19 @@ class LibraryError(RuntimeError):
 
 
 def private_dir(path: Path) -> None:
-    """Makes `path` (and missing parents) and holds it at 0700; refuses one another user owns."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.stat()
-    if info.st_uid != os.getuid():
-        raise LibraryError(f"{path} belongs to another user (uid {info.st_uid}): not used")
+    """Makes `path` (and missing parents) and holds it at 0700; refuses one another user owns, a
+    link, or one below a cache folder that another user owns or can write (`ownership`)."""
+    try:
+        ownership.private_folder(path.parent)
+    except ownership.UntrustedCache as exc:
+        raise LibraryError(str(exc)) from exc
+    path.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(path)
+    if info.st_uid != ownership.uid() or not stat.S_ISDIR(info.st_mode):
+        raise LibraryError(
+            f"{path} belongs to another user (uid {info.st_uid}) or is not a folder: not used;"
+            " remove it (`spec-lsp kernels build` makes it again)"
+        )
     if stat.S_IMODE(info.st_mode) != 0o700:
         path.chmod(0o700)
 
@@ -64,21 +78,67 @@ def private_dir(path: Path) -> None:
 def check_owner_and_mode(library: Path) -> None:
     """Raises unless the library and its folder are the user's and writable by no one else."""
     for path in (library.parent, library):
-        info = path.stat()
-        if info.st_uid != os.getuid():
-            raise LibraryError(
-                f"kernel library {path} belongs to another user (uid {info.st_uid}): not loaded"
-            )
-        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise LibraryError(
-                f"kernel library {path} is writable by others (mode "
-                f"{stat.S_IMODE(info.st_mode):o}): not loaded; `spec-lsp kernels build --force`"
-                " builds a fresh one"
-            )
+        _check(path, os.lstat(path))
+
+
+def _check(path: Path, info: os.stat_result) -> None:
+    """`check_owner_and_mode` of one path, on its `lstat` or the `fstat` of an open file."""
+    if stat.S_ISLNK(info.st_mode):
+        raise LibraryError(
+            f"kernel library {path} is a link: not loaded; remove it (`spec-lsp kernels build"
+            " --force` builds a fresh one)"
+        )
+    if info.st_uid != ownership.uid():
+        raise LibraryError(
+            f"kernel library {path} belongs to another user (uid {info.st_uid}): not loaded;"
+            " remove it (or ask its owner to), or set SPEC_LSP_CACHE to a folder of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise LibraryError(
+            f"kernel library {path} is writable by others (mode "
+            f"{stat.S_IMODE(info.st_mode):o}): not loaded; `spec-lsp kernels build --force`"
+            " builds a fresh one"
+        )
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_checked(library: Path, load: Callable[[str], object]) -> None:
+    """`load(path)` of the very file that was checked: opened without following a link, owner
+    and mode checked on its descriptor, its bytes hashed from it and compared with the smoke
+    test's stamp, then loaded through `/proc/self/fd/N` (a file swapped in under its name after
+    the check is not the one loaded). Raises LibraryError."""
+    try:
+        fd = os.open(library, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LibraryError(
+            f"kernel library {library} cannot be opened ({exc}): not loaded"
+        ) from exc
+    try:
+        _check(library, os.fstat(fd))
+        try:
+            stamped = library.with_name(STAMP).read_text().strip()
+        except OSError:
+            stamped = ""
+        if stamped != _sha256_fd(fd):
+            raise LibraryError(
+                f"kernel library {library} is not the one that passed its smoke test: not loaded;"
+                " `spec-lsp kernels build --force` builds a fresh one"
+            )
+        by_fd = f"/proc/self/fd/{fd}"
+        load(by_fd if os.path.exists(by_fd) else str(library))
+    finally:
+        os.close(fd)
+
+
+def _sha256_fd(fd: int) -> str:
+    digest, offset = hashlib.sha256(), 0
+    while block := os.pread(fd, 1 << 20, offset):
+        digest.update(block)
+        offset += len(block)
+    return digest.hexdigest()
 
 
 def smoke_tested(library: Path) -> bool:
@@ -94,10 +154,11 @@ def smoke_test(library: Path) -> None:
     """Loads the library in a child process and calls its probes; a crash, an error or a hang
     removes the library (it is not kept) and raises. A pass is stamped beside it."""
     try:
-        # -P: the working directory (a workspace, say) is not put first on the child's path.
+        # The working directory (a workspace, say) is not on the child's path.
         done = subprocess.run(
-            [sys.executable, "-P", "-c", _SMOKE, str(library)],
+            child_command("-c", _SMOKE, str(library)),
             capture_output=True,
+            env=child_env(),
             text=True,
             timeout=SMOKE_TIMEOUT_S,
         )
@@ -131,9 +192,9 @@ def build(
     }
     if progress:
         progress(f"compiling the native kernels ({' '.join(flags)}), about a minute", 0.1)
-    env = {**os.environ, "PATH": _with_ninja(os.environ.get("PATH", ""))}
+    env = {**child_env(), "PATH": _with_ninja(os.environ.get("PATH", ""))}
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-c", _BUILD, json.dumps(args)],
+        child_command("-c", _BUILD, json.dumps(args)),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -162,9 +223,7 @@ def build(
 
 
 def _stamp(library: Path) -> None:
-    stamp = library.with_name(STAMP)
-    stamp.write_text(sha256(library) + "\n")
-    stamp.chmod(0o600)
+    ownership.replace_with(library.with_name(STAMP), (sha256(library) + "\n").encode())
 
 
 def _with_ninja(path: str) -> str:
