@@ -1,4 +1,4 @@
-"""`spec-lsp bench engine|server|syntax|remote|load|fim|next-edit`: the benchmarks' argument parser.
+"""`spec-lsp bench engine|server|syntax|remote|load|fim|next-edit|verify-cost`: the benchmarks' argument parser.
 
 Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
 when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_load(bsub)
     _register_fim(bsub)
     _register_next_edit(bsub)
+    _register_verify_cost(bsub)
 
 
 def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -280,4 +281,42 @@ def cmd_next_edit(args: argparse.Namespace) -> int:
         )
     except (MiningError, ServerError) as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
+        return 1
+
+
+def _register_verify_cost(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser(
+        "verify-cost", help="a target pass over 1..N new tokens against one (the verify cost)"
+    )
+    p.add_argument("--preset", default="coder")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--rows", type=int, default=16, help="the most new tokens a pass runs")
+    p.add_argument(
+        "--context", type=int, nargs="+", default=[200, 1200], help="cached tokens before"
+    )
+    p.add_argument("--reps", type=int, default=3, help="runs per point (the best is kept)")
+    p.add_argument("--json", metavar="PATH", help="write the curve as JSON")
+    p.add_argument(
+        "--random-weights", action="store_true", help="the preset's architecture, random weights"
+    )
+    p.set_defaults(func=cmd_verify_cost)
+
+
+def cmd_verify_cost(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.verify_cost import main
+    from spec_lsp.engine.loading import ModelLoadError
+    from spec_lsp.presets import PresetError
+
+    try:
+        return main(
+            args.preset,
+            args.device,
+            max(1, args.rows),
+            args.context,
+            max(1, args.reps),
+            args.json,
+            args.random_weights,
+        )
+    except (ModelLoadError, PresetError) as exc:
+        print(f"spec-lsp: {exc}")
         return 1
