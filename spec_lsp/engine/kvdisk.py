@@ -115,12 +115,18 @@ def model_identity(name: str, model: Any, forward: LeanDecoder, kernels: str) ->
 
 def _snapshot(cache: LeanCache, start: int, n: int) -> torch.Tensor:
     """[bytes] uint8: positions start .. start + n - 1 of every layer, keys ([kv_heads, head_dim,
-    n]) then values ([kv_heads, n, head_dim]), layer by layer."""
-    parts = []
-    for keys, values in zip(cache.keys, cache.values, strict=True):
-        parts.append(keys[:, :, start : start + n].contiguous().reshape(-1).view(torch.uint8))
-        parts.append(values[:, start : start + n].contiguous().reshape(-1).view(torch.uint8))
-    return torch.cat(parts)
+    n]) then values ([kv_heads, n, head_dim]), layer by layer (one copy, no temporaries)."""
+    _, kv_heads, head_dim = cache.shape
+    size = kv_heads * head_dim * n  # elements of one layer's keys, and of its values
+    out = torch.empty(2 * len(cache.keys) * size, dtype=cache.dtype)
+    for i, (keys, values) in enumerate(zip(cache.keys, cache.values, strict=True)):
+        out[2 * i * size : (2 * i + 1) * size].view(kv_heads, head_dim, n).copy_(
+            keys[:, :, start : start + n]
+        )
+        out[(2 * i + 1) * size : (2 * i + 2) * size].view(kv_heads, n, head_dim).copy_(
+            values[:, start : start + n]
+        )
+    return out.view(torch.uint8)
 
 
 def _fill(cache: LeanCache, payload: torch.Tensor, start: int, n: int) -> None:
@@ -238,7 +244,7 @@ class KVDisk:
         size = job.payload.numel()
         with self._cond:
             if self._pending + size > MAX_PENDING or size > self.files.budget:
-                log.info("KV writes are behind (%d bytes pending): a block is not kept", size)
+                log.info("a KV block is not kept: %d bytes wait to be written", self._pending)
                 return False
             self._pending += size
             self._jobs.append(job)
