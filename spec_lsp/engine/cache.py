@@ -217,9 +217,10 @@ class DocumentStates:
         self._docs[doc_id] = state
         self._docs.move_to_end(doc_id)
 
-    def forget(self, doc_id: str) -> None:
+    def forget(self, doc_id: str, save: bool = True) -> None:
+        """Drops a document's state (`save`: into the tier first, where there is one)."""
         state = self._docs.pop(doc_id, None)
-        if state is not None:
+        if state is not None and save:
             self.save(state)
 
     def save(self, state: DocState) -> None:

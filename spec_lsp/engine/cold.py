@@ -56,11 +56,11 @@ def choose(
     key = short_key(request.doc_id)
     full = missing(docs.get(request.doc_id), prompt)
     if full <= MARGIN:
-        docs.forget(key)
+        docs.forget(key, save=False)  # a stand-in: never worth a disk block
         return None
     short = encode_window(request.short_prompt)
     if not short or full <= missing(docs.get(key), short) + MARGIN:
-        docs.forget(key)
+        docs.forget(key, save=False)  # a stand-in: never worth a disk block
         return None
     return short
 

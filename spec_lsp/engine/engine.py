@@ -98,7 +98,7 @@ class SpecEngine(api.BackendBase):
 
     def forget(self, doc_id: str) -> None:
         self.docs.forget(doc_id)
-        self.docs.forget(cold.short_key(doc_id))
+        self.docs.forget(cold.short_key(doc_id), save=False)
         self.rewrites.forget(doc_id)
         self.gates.forget(doc_id)
 
