@@ -12,6 +12,7 @@ Knows nothing of LSP, editors, grammars or preset files; the stop callback is an
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
@@ -40,6 +41,7 @@ from spec_lsp.engine.drafters import (
 from spec_lsp.engine.forward import Forwards
 from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
+from spec_lsp.engine.lean import Interrupted, interruptible
 from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine's knobs
 from spec_lsp.engine.run import Run, emit
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
@@ -205,6 +207,26 @@ class SpecEngine(api.BackendBase):
             emit(run, self.decode, self.eos_ids, step)
 
     def _prefill(
+        self, run: Run, state: DocState, prompt: list[int], drafting: bool = True
+    ) -> torch.Tensor | None:
+        """`_passes`; for idle work, stopped within a pass (between two layers) once cancelled,
+        so that the request that cancels it waits a layer, not a pass: the pass stopped is lost,
+        the ones before it stay cached."""
+        if not run.request.idle:
+            return self._passes(run, state, prompt, drafting)
+        t = time.perf_counter()
+        try:
+            with interruptible((self.forwards.target, self.forwards.draft), self._stop(run)):
+                return self._passes(run, state, prompt, drafting)
+        except Interrupted:
+            run.stats.prefill_ms = (time.perf_counter() - t) * 1000
+            run.stats.prefilled_tokens = max(0, len(state.target) - run.stats.reused_tokens)
+            return None
+
+    def _stop(self, run: Run) -> Callable[[], bool]:
+        return lambda: self._cancelled(run)
+
+    def _passes(
         self, run: Run, state: DocState, prompt: list[int], drafting: bool = True
     ) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a

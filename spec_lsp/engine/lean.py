@@ -36,6 +36,8 @@ presets.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,11 +129,33 @@ class _Layer:
     down: Any
 
 
+class Interrupted(Exception):
+    """A pass stopped between two layers (`LeanDecoder.interrupt`): its cache holds what it held
+    before the pass (the layers run wrote only past its length)."""
+
+
+@contextmanager
+def interruptible(forwards: tuple[Any, ...], stop: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, the lean forwards among `forwards` stop a pass between two layers
+    once `stop()` holds (`Interrupted`); other forwards run their passes whole."""
+    lean = [f for f in forwards if isinstance(f, LeanDecoder)]
+    for f in lean:
+        f.interrupt = stop
+    try:
+        yield
+    finally:
+        for f in lean:
+            f.interrupt = None
+
+
 class LeanDecoder:
     """The forward of a loaded Llama-family causal LM over `LeanCache`s (built once per model:
     it fuses the model's layers in place)."""
 
     name = "lean"
+    # Asked before each layer: True stops the pass there (`Interrupted`). Idle work sets it, so
+    # that a request waits a layer, not a whole prefill pass (`engine.quiet`).
+    interrupt: Callable[[], bool] | None = None
 
     def __init__(self, model: Any) -> None:
         if not self.supports(model):
@@ -256,6 +280,8 @@ class LeanDecoder:
         fused = self.native  # rotation, cache writes and attention: one call (any n)
         rot_pairs = torch.view_as_real(rot) if fused else rot
         for i, layer in enumerate(self.layers):
+            if self.interrupt is not None and self.interrupt():
+                raise Interrupted  # cache.length is unchanged: the pass never happened
             qkv = layer.qkv(norm(h, layer.norm1))
             if fused:
                 keys, values = cache.keys[i], cache.values[i]
