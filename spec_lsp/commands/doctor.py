@@ -1,10 +1,15 @@
-"""`spec-lsp doctor`: what this machine offers spec-lsp, one check a line: torch and CUDA, the C++
-compiler and the native kernels (built or not, which path: plain, avx2, avx2+vnni, avx512+vnni, amx+avx512), the model
-cache (GGUF files and converted models, with sizes), each preset's availability offline, and
-whether each remote preset's engine answers (a short timeout). Compiles nothing and fetches
-nothing. Exits 1 only on a real problem (torch missing, a preset file that does not parse, a
-kernel library refused or failing); what merely needs doing once (a fetch, a build) is a warning
-that names the command.
+"""`spec-lsp doctor`: what this machine offers spec-lsp, one check a line. What the preset in use
+needs is checked and warned about: torch, the C++ compiler and the native kernels (built or not,
+which path: plain, avx2, avx2+vnni, avx512+vnni, amx+avx512), the preset's models offline (the
+default `coder`, or `--preset P`), and its engine when it is remote. The rest is information: the
+model cache (GGUF files and converted models, with sizes) and every other preset. `--all` checks
+every preset as if it were in use, and probes the remote engines of your own presets.
+
+Contacts nothing unless a remote preset is in use (or `--all`): a shipped remote preset is an
+example to copy, and its address (`vllm.internal`) is never looked up unless `SPEC_LSP_REMOTE_URL`
+gives the real one. Compiles nothing and fetches nothing. Exits 1 only on a real problem (torch
+missing, a preset file that does not parse, an unknown preset, a kernel library refused or
+failing); what merely needs doing once (a fetch, a build) is a warning that names the command.
 """
 
 from __future__ import annotations
@@ -17,25 +22,46 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spec_lsp.config import Options
+
+if TYPE_CHECKING:
+    from spec_lsp.presets import Preset
 
 REMOTE_TIMEOUT_S = 2.0
+LEVELS = ("ok", "info", "warn", "fail")
 
 
 @dataclass(frozen=True)
 class Check:
     area: str
-    level: str  # "ok", "warn" or "fail"
+    level: str  # one of LEVELS: "info" needs nothing done for the preset in use
     message: str
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("doctor", help="check torch, compiler, kernels, model cache and presets")
+    p = sub.add_parser(
+        "doctor", help="check what the preset in use needs: torch, compiler, kernels, its models"
+    )
+    p.add_argument(
+        "--preset",
+        default=Options.preset,
+        metavar="P",
+        help="the preset in use, checked in full (default: %(default)s, the server's default)",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="check every preset as if in use: a warning for each not available offline, and"
+        " your remote presets' engines probed (never a shipped example's address)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of lines")
     p.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    checks = run_checks()
+    checks = run_checks(args.preset, every=args.all)
     if args.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
@@ -44,7 +70,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if any(c.level == "fail" for c in checks) else 0
 
 
-def run_checks() -> list[Check]:
+def run_checks(in_use: str = Options.preset, every: bool = False) -> list[Check]:
     from spec_lsp.cli import version
 
     checks = [Check("spec-lsp", "ok", f"{version()}, Python {sys.version.split()[0]}")]
@@ -58,15 +84,18 @@ def run_checks() -> list[Check]:
         else "no CUDA device (CPU only)"
     )
     checks.append(Check("torch", "ok", f"{torch.__version__}; {cuda}"))
-    checks += [_compiler(), _kernels(), *_cache(), *_presets()]
-    return checks
+    kernels = _kernels()
+    checks += [_compiler(needed=kernels.level == "warn"), kernels, *_cache()]
+    return checks + _presets(in_use, every)
 
 
-def _compiler() -> Check:
+def _compiler(needed: bool) -> Check:
+    """A missing compiler matters only while the kernels are still to be built."""
     cxx = os.environ.get("CXX", "c++")
     found = shutil.which(cxx)
     if not found:
-        return Check("compiler", "warn", f"{cxx} not found: the native kernels cannot be built")
+        level = "warn" if needed else "info"
+        return Check("compiler", level, f"{cxx} not found: the native kernels cannot be built")
     first = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=20)
     line = (first.stdout.splitlines() or ["?"])[0]
     return Check("compiler", "ok", f"{found}: {line}")
@@ -90,6 +119,7 @@ def _kernels() -> Check:
 
 
 def _cache() -> list[Check]:
+    """What the cache holds: information only (the preset in use says whether it needs more)."""
     from spec_lsp.engine import fetch
     from spec_lsp.engine.sources import BUNDLED, BUNDLED_CATALOG
 
@@ -101,9 +131,9 @@ def _cache() -> list[Check]:
                 Check("cache", "ok", f"{path.name}: {_mb(path.stat().st_size)}, verified")
             )
         elif path.exists():
-            checks.append(Check("cache", "warn", f"{path}: not verified; `models fetch` checks it"))
+            checks.append(Check("cache", "info", f"{path}: not verified; `models fetch` checks it"))
         elif name not in BUNDLED_CATALOG.values():  # those: the bundled line below
-            checks.append(Check("cache", "ok", f"{entry.filename}: not fetched"))
+            checks.append(Check("cache", "info", f"{entry.filename}: not fetched"))
     return checks + [_bundled(name, fetch.cache_dir() / name) for name in BUNDLED]
 
 
@@ -115,52 +145,79 @@ def _bundled(name: str, folder: Path) -> Check:
     try:
         gguf = bundled_gguf(name)
     except ModelLoadError as exc:
-        return Check("cache", "warn", f"bundled {name}: {exc}")
+        return Check("cache", "info", f"bundled {name}: {exc}")
     if (folder / "config.json").exists():
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         return Check("cache", "ok", f"bundled {name}: {gguf}, converted ({_mb(size)})")
-    return Check("cache", "ok", f"bundled {name}: {gguf}, not converted yet")
+    return Check("cache", "info", f"bundled {name}: {gguf}, not converted yet")
 
 
-def _presets() -> list[Check]:
-    from spec_lsp.engine.sources import is_available_offline
+def _presets(in_use: str, every: bool) -> list[Check]:
+    """The preset in use first, in full; then every other one, in full only with `every`. A
+    preset file that does not parse fails either way."""
     from spec_lsp.presets import PresetError, load_preset, preset_files
 
-    checks = []
-    for name, path in preset_files().items():
+    used: Path | None = None
+    try:
+        preset = load_preset(in_use)
+        used = preset.path.resolve() if preset.path else None
+        checks = [_preset(preset, strict=True, in_use=True)]
+    except PresetError as exc:
+        checks = [Check("preset", "fail", f"{exc} (the preset in use, --preset)")]
+    for path in preset_files().values():
+        if path.resolve() == used:
+            continue
         try:
-            p = load_preset(str(path))
+            checks.append(_preset(load_preset(str(path)), strict=every, in_use=False))
         except PresetError as exc:
             checks.append(Check("preset", "fail", str(exc)))
-            continue
-        where = f"{name} ({p.origin})"
-        if p.backend is not None:
-            checks.append(_remote(where, p.backend))
-            continue
-        sources = [p.resolve(s) for s in (p.target, p.draft) if s]
-        missing = [s for s in sources if not is_available_offline(s)]
-        if missing:
-            how = f"`spec-lsp models fetch {name}`" if _fetchable(missing) else "the hub or disk"
-            msg = f"{where}: not available offline ({', '.join(missing)}; from {how})"
-            checks.append(Check("preset", "warn", msg))
-        else:
-            checks.append(Check("preset", "ok", f"{where}: available offline"))
     return checks
+
+
+def _preset(p: Preset, strict: bool, in_use: bool) -> Check:
+    """Whether the preset's models load offline, or its engine answers; a warning when `strict`,
+    else information."""
+    from spec_lsp.engine.sources import is_available_offline
+
+    where = f"{p.name} ({p.origin}{', in use' if in_use else ''})"
+    if p.backend is not None:
+        return _remote(where, p, probe=in_use or (strict and not _example(p)), strict=strict)
+    sources = [p.resolve(s) for s in (p.target, p.draft) if s]
+    missing = [s for s in sources if not is_available_offline(s)]
+    if not missing:
+        return Check("preset", "ok", f"{where}: available offline")
+    how = f"`spec-lsp models fetch {p.name}`" if _fetchable(missing) else "the hub or disk"
+    msg = f"{where}: not available offline ({', '.join(missing)}; from {how})"
+    return Check("preset", "warn" if strict else "info", msg)
 
 
 def _fetchable(sources: list[str]) -> bool:
     return all(s.startswith(("gguf:", "bundled:")) for s in sources)
 
 
-def _remote(where: str, backend: object) -> Check:
-    """Whether the engine's URL answers at all (any HTTP status) within REMOTE_TIMEOUT_S."""
+def _example(p: Preset) -> bool:
+    """A shipped remote preset is an example to copy: its address is a placeholder, unless
+    `SPEC_LSP_REMOTE_URL` names the real engine."""
+    from spec_lsp.remote.spec import URL_ENV
+
+    return p.origin == "package" and not os.environ.get(URL_ENV)
+
+
+def _remote(where: str, p: Preset, probe: bool, strict: bool) -> Check:
+    """Whether the engine's URL answers at all (any HTTP status) within REMOTE_TIMEOUT_S; not
+    asked unless `probe`."""
     import httpx
 
-    url = str(getattr(backend, "base_url", "") or getattr(backend, "url", ""))
+    assert p.backend is not None
+    url = p.backend.base_url
+    if not probe:
+        why = "a shipped example to copy" if _example(p) else "`--all` probes it"
+        return Check("remote", "info", f"{where}: {url} not contacted ({why})")
     try:
-        answer = httpx.get(url, timeout=REMOTE_TIMEOUT_S)
+        answer = httpx.get(url, timeout=REMOTE_TIMEOUT_S, **p.backend.client_options())
     except httpx.HTTPError as exc:
-        return Check("remote", "warn", f"{where}: {url} unreachable ({type(exc).__name__})")
+        level = "warn" if strict else "info"
+        return Check("remote", level, f"{where}: {url} unreachable ({type(exc).__name__})")
     return Check("remote", "ok", f"{where}: {url} answers (HTTP {answer.status_code})")
 
 

@@ -123,7 +123,7 @@ def _check(result: dict[str, Any]) -> None:
     cycle = result["cycle"]
     assert cycle["next"] != cycle["first"] and cycle["next"].strip(), cycle
     assert cycle["previous"] == cycle["first"] and cycle["nextAgain"] == cycle["next"], cycle
-    # Alt+Down took the ghost text's first line (the runner checked the saved file).
+    # Shift+Tab took the ghost text's first line (the runner checked the saved file).
     assert result["nextLine"]["line"].endswith(result["nextLine"]["ghost"]), result["nextLine"]
     # The status bar menu switched python off ("!python") and on again in the user settings.
     assert result["languageSwitch"] == [["*", "!python"], ["*"]], result["languageSwitch"]

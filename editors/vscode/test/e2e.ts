@@ -3,7 +3,7 @@
 //
 // It opens a Python file, types, waits for ghost text, accepts it with Tab and checks the saved
 // file, then checks the status bar and its menu's stats view, a partial accept, cycling
-// alternatives with Alt+] / Alt+[, accepting the next line with Alt+Down, the menu's per-language
+// alternatives with Alt+] / Alt+[, accepting the next line with Shift+Tab, the menu's per-language
 // switch, the manual-only switch (specLsp.autoTrigger), recording (outside the workspace), a
 // shared server over TCP with its token, a broken server, and last the workspace's own
 // .venv/bin/spec-lsp, which runs only once allowed. The workspace's own settings name a server
@@ -134,7 +134,7 @@ def perimeter(width, height):
 `;
 /** Typed at the end of SOURCE, character by character, as a person would. */
 const TYPED = "def variance(values):\n    m = mean(values)\n    return ";
-/** Typed in a new function to take its first line with Alt+Down (one a try). */
+/** Typed in a new function to take its first line with Shift+Tab (one a try). */
 const LINE_TYPED = ["\n\n\ndef head(values):\n    first = ", "\n\n\ndef tail(values):\n    last = "];
 /** Typed with specLsp.autoTrigger false (one a try): nothing is asked until spec-lsp: Suggest here. */
 const MANUAL_TYPED = ["\n\n\ndef middle(values):\n    return ", "\n\n\ndef mode(values):\n    return "];
@@ -441,7 +441,7 @@ interface Cycle {
 
 interface Result {
   ghost: string;
-  /** The ghost text's first line, and the line Alt+Down left in the file. */
+  /** The ghost text's first line, and the line Shift+Tab left in the file. */
   nextLine: { ghost: string; line: string };
   /** specLsp.enabledLanguages after the menu's "Disable for python", and after "Enable for python". */
   languageSwitch: unknown[];
@@ -596,13 +596,13 @@ async function run(): Promise<Result> {
     }),
   );
 
-  const nextLine = await phase("accept the next line with Alt+Down", () =>
+  const nextLine = await phase("accept the next line with Shift+Tab", () =>
     retry("accepting the next line", LINE_TYPED.length, async (i) => {
       await openFile(p, "stats.py");
       await p.keyboard.press("Control+End");
       await p.keyboard.type(LINE_TYPED[i - 1], { delay: 40 });
       const ghost = await stableGhost(p, "ghost text to take a line of");
-      await p.keyboard.press("Alt+ArrowDown");
+      await p.keyboard.press("Shift+Tab");
       await p.keyboard.press("Escape");
       await p.keyboard.press("Control+S");
       const file = path.join(tmp, "workspace", "stats.py");
