@@ -29,6 +29,7 @@ from spec_lsp.engine.cache import (
     tokens_for_budget,
     window,
 )
+from spec_lsp.engine.decoding import Decoding, emit
 from spec_lsp.engine.drafters import (
     CopyDrafter,
     CopyK,
@@ -43,7 +44,6 @@ from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_rou
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.lean import Interrupted, interruptible
 from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine's knobs
-from spec_lsp.engine.run import Run, emit
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 from spec_lsp.engine.vocabulary import eos_ids
 
@@ -123,7 +123,7 @@ class SpecEngine(api.BackendBase):
         if method in api.MODEL_METHODS and not self.draft_pays:
             method = "ngram"
         stats = GenerationStats(method=method)
-        run = Run(request, stats)
+        run = Decoding(request, stats)
         prompt = self._window(request.prompt)
         if not prompt or request.max_new_tokens <= 0:
             stats.stop_reason = "max_tokens"
@@ -181,7 +181,7 @@ class SpecEngine(api.BackendBase):
 
     def _decode(
         self,
-        run: Run,
+        run: Decoding,
         state: DocState,
         prompt: list[int],
         method: str,
@@ -207,7 +207,7 @@ class SpecEngine(api.BackendBase):
             emit(run, self.decode, self.eos_ids, step)
 
     def _prefill(
-        self, run: Run, state: DocState, prompt: list[int], drafting: bool = True
+        self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
     ) -> torch.Tensor | None:
         """`_passes`; for idle work, stopped within a pass (between two layers) once cancelled,
         so that the request that cancels it waits a layer, not a pass: the pass stopped is lost,
@@ -223,11 +223,11 @@ class SpecEngine(api.BackendBase):
             run.stats.prefilled_tokens = max(0, len(state.target) - run.stats.reused_tokens)
             return None
 
-    def _stop(self, run: Run) -> Callable[[], bool]:
+    def _stop(self, run: Decoding) -> Callable[[], bool]:
         return lambda: self._cancelled(run)
 
     def _passes(
-        self, run: Run, state: DocState, prompt: list[int], drafting: bool = True
+        self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
     ) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
         cancellation check between them; the logits of its last position [1, V], None when
@@ -263,7 +263,7 @@ class SpecEngine(api.BackendBase):
 
     def _speculative_step(
         self,
-        run: Run,
+        run: Decoding,
         state: DocState,
         context: list[int],
         sources: list[Source],
@@ -295,7 +295,7 @@ class SpecEngine(api.BackendBase):
         record(stats, rnd, accepted, len(emitted))  # feeds the gate back, counts the round
         return emitted
 
-    def _departed(self, run: Run, index: int, logits: torch.Tensor, token: int) -> None:
+    def _departed(self, run: Decoding, index: int, logits: torch.Tensor, token: int) -> None:
         """The target's token `token` replaced a copied draft at output `index`: its probability."""
         p = float(torch.softmax(logits.float(), dim=-1)[token])  # [V] -> the target's token
         run.departures.append((index, p))
@@ -322,7 +322,7 @@ class SpecEngine(api.BackendBase):
             return [int(torch.multinomial(probs[-1], 1, generator=gen))]
         return [int(logits[-1].topk(rank + 1).indices[rank]) if rank else int(logits[-1].argmax())]
 
-    def _cancelled(self, run: Run) -> bool:
+    def _cancelled(self, run: Decoding) -> bool:
         cancel = run.request.cancel
         if cancel is not None and cancel.cancelled:
             run.stats.stop_reason = "cancelled"

@@ -1,6 +1,6 @@
 """One generation's mutable state, and the stop conditions applied token by token.
 
-`Run` is what the engine's loop (`engine.py`) carries through a generation; `emit` appends the
+`Decoding` is what the engine's loop (`engine.py`) carries through a generation; `emit` appends
 tokens the target approved, one at a time, stopping at the first EOS, stop string, stop
 callback's cut or token cap, so the output is token for token the target's own decoding however
 many tokens a round approved. Knows nothing of drafting, KV or models.
@@ -16,7 +16,7 @@ from spec_lsp.engine.api import GenerationRequest, GenerationStats
 
 
 @dataclass
-class Run:
+class Decoding:
     """Mutable state of one generation."""
 
     request: GenerationRequest
@@ -28,7 +28,7 @@ class Run:
 
 
 def emit(
-    run: Run, decode: Callable[[list[int]], str], eos: Collection[int], tokens: list[int]
+    run: Decoding, decode: Callable[[list[int]], str], eos: Collection[int], tokens: list[int]
 ) -> None:
     """Appends target-approved tokens one by one, applying every stop condition per token."""
     req, stats = run.request, run.stats
