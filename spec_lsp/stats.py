@@ -77,6 +77,9 @@ class ServerStats:
     )
     # Exponential moving average of a model call's total time (drives the adaptive debounce).
     model_ms_ema: float | None = None
+    # Prompt tokens prefilled a second (an average over passes of 16 tokens or more, any kind
+    # of generation): what sizes a cold window's short one (`plan.Planner`).
+    prefill_rate: float | None = None
 
     def record_generation(self, g: GenerationStats, queue_ms: float) -> None:
         if g.failed:  # a remote engine's failure: its time is not decode latency
@@ -98,6 +101,14 @@ class ServerStats:
         if g.stop_reason != "cancelled":
             ema = self.model_ms_ema
             self.model_ms_ema = g.total_ms if ema is None else 0.8 * ema + 0.2 * g.total_ms
+
+    def note_prefill(self, g: GenerationStats) -> None:
+        """Folds a generation's prefill (finished or stopped part-way) into `prefill_rate`."""
+        if g.prefilled_tokens < 16 or g.prefill_ms <= 0:
+            return
+        rate = g.prefilled_tokens * 1000 / g.prefill_ms
+        old = self.prefill_rate
+        self.prefill_rate = rate if old is None else 0.7 * old + 0.3 * rate
 
     def record_answer(self, total_ms: float, text: str) -> None:
         self.last_latency_ms = total_ms

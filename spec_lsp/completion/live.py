@@ -266,6 +266,7 @@ class Generations:
                 s.total_ms, s.stop_reason, s.method, s.accepted_tokens, s.proposed_tokens,
                 s.gated_rounds, s.draft_lag,
             )  # fmt: skip
+        self.stats.note_prefill(job.future.result().stats)
         if live.job.future.result().stats.short_window and self.on_short is not None:
             self.on_short(live)
         if live.prefetch:

@@ -23,6 +23,8 @@ from spec_lsp.documents import Document, split_at
 from spec_lsp.prompt import Prompt, PromptBuilder
 from spec_lsp.worker import ModelInfo
 
+SHORT_S = 1.5  # a short window is what this machine prefills in about this many seconds,
+SHORT_MIN, SHORT_STEP = 96, 64  # at least this many tokens, resized by whole steps of this many
 Chunks = list[tuple[str, str]]  # (file name, text) of other files, as the ring gives them
 # Tells a backend that sends other files apart (llama-server's input_extra) what they are.
 TellFiles = Callable[[str, str, tuple[tuple[str, str], ...]], None]
@@ -54,21 +56,49 @@ class Plan:
 class Planner:
     """Plans for the loaded model (`configure` after each load and options change)."""
 
-    def __init__(self, syntax: SyntaxPort, neighbours: Neighbours, tell_files: TellFiles) -> None:
+    def __init__(
+        self,
+        syntax: SyntaxPort,
+        neighbours: Neighbours,
+        tell_files: TellFiles,
+        prefill_rate: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        """`prefill_rate()`: prompt tokens the engine prefills a second, measured (None: not
+        yet), which sizes the short windows."""
         self.syntax, self.neighbours, self._tell = syntax, neighbours, tell_files
         self.prompts: PromptBuilder | None = None  # None: no model loaded yet
-        self.short: PromptBuilder | None = None  # the short windows' (`Options.short_window`)
+        self.short: PromptBuilder | None = None  # the short windows' (`short_tokens`)
+        self.short_tokens = 0
         self._generation: tuple[object, ...] = ()
+        self._rate, self._short_args = prefill_rate, (0, "none", 0, 0)
 
     def configure(self, info: ModelInfo | None, options: Options) -> None:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
         self._generation = (options.max_tokens, options.speculation)
         if info is not None:
             self.prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
-            # A short window of `short_window` tokens, where that is well under the model's.
-            short = options.short_window + options.max_tokens + 16  # `prompt.Budget`'s usable
-            useful = options.short_window > 0 and 2 * short <= info.context_tokens
-            self.short = PromptBuilder(info.fim, short, options.max_tokens) if useful else None
+            self._short_args = (
+                options.short_window,
+                info.fim,
+                info.context_tokens,
+                options.max_tokens,
+            )
+            self.short, self.short_tokens = None, 0
+            self._size_short()
+
+    def _size_short(self) -> None:
+        """The short windows' builder for `short_tokens`: what the engine prefills in about
+        `SHORT_S` (its measured rate), `SHORT_MIN` at least and the `short_window` option at
+        most; rebuilt only when that moves by a step (a rebuilt builder moves the windows)."""
+        most, fim, context, max_new = self._short_args
+        rate = self._rate()
+        want = most if rate is None else max(SHORT_MIN, min(most, int(rate * SHORT_S)))
+        if self.short is not None and abs(want - self.short_tokens) < SHORT_STEP:
+            return
+        budget = want + max_new + 16  # `prompt.Budget`'s usable tokens: `want`
+        useful = want > 0 and 2 * budget <= context  # well under the model's own window
+        self.short = PromptBuilder(fim, budget, max_new) if useful else None
+        self.short_tokens = want if useful else 0
 
     def forget(self, uri: str) -> None:
         for builder in (self.prompts, self.short):
@@ -114,6 +144,8 @@ class Planner:
         cut = Cut(cutter, prompt.lead, prompt.markers)
         key = (prompt.text, prompt.lead, cut.mode, *self._generation)
         short = None
+        if self.prompts is not None and remember:
+            self._size_short()
         if self.short is not None:  # the same cursor, lead and rules: only the window differs
             short = self.short.build(doc.uri, text_lines, row, col, context, remember)
             if short.lead != prompt.lead or short.text == prompt.text:

@@ -63,7 +63,9 @@ class CompletionService:
         self.known = Known(
             self.docs, self.reuse, self.live, self.prefetch, self.stats, lambda: self.options
         )
-        self.planner = Planner(self.syntax, self.neighbours, self._tell_other_files)
+        self.planner = Planner(
+            self.syntax, self.neighbours, self._tell_other_files, lambda: self.stats.prefill_rate
+        )
         self.planner.configure(None, options)
         self.anticipation = Anticipation(
             self.planner, self.docs, self.live, self.prefetch, self.reuse, self.feedback,

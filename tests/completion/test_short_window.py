@@ -75,3 +75,21 @@ async def test_an_answer_over_the_full_window_starts_no_fill() -> None:
     await service.complete(URI, ROW, 3, "utf-16")
     await drain(service)
     assert len(backend.warmups) == 1 and service.stats.to_wire({})["shortWindow"] == 0
+
+
+async def test_the_short_window_is_what_the_engine_prefills_in_a_second_and_a_half() -> None:
+    backend = ColdBackend("x", cold=False)
+    service = await service_with(backend, short_window=512)
+    service.did_open(URI, "python", 1, TEXT)
+    await service.complete(URI, ROW, 3, "utf-16")
+    assert service.planner.short_tokens == 512  # no prefill measured yet: the option's size
+    for _ in range(20):  # passes of 64 tokens at 80 a second
+        service.stats.note_prefill(GenerationStats(prefilled_tokens=64, prefill_ms=800.0))
+    assert service.stats.prefill_rate is not None and abs(service.stats.prefill_rate - 80) < 1
+    service.did_change(URI, 2, [((ROW, 3, ROW, 3), "u")], "utf-16")
+    await service.complete(URI, ROW, 4, "utf-16")
+    assert service.planner.short_tokens == 120  # 80 tokens/s x 1.5 s
+    sizes = [len(call.short_prompt or "") for call in backend.calls]
+    assert sizes[1] < sizes[0] * 0.4
+    service.stats.note_prefill(GenerationStats(prefilled_tokens=8, prefill_ms=800.0))
+    assert abs(service.stats.prefill_rate - 80) < 1  # passes under 16 tokens say nothing
