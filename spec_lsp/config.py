@@ -169,9 +169,10 @@ SETTINGS: tuple[Setting, ...] = (
         "short_window",
         256,
         "while a file's prompt window has no KV yet (just opened, or the cursor far from where "
-        "it was), requests are answered over a window of this many tokens before the cursor "
-        "(no other files) and the full window fills on idle time; 0: always wait for the full "
-        "window (local engine only)",
+        "it was), requests are answered over a short window before the cursor (no other files): "
+        "what the engine prefills in ~1.5 s as measured, 96 tokens at least and this many at "
+        "most; the full window fills on idle time; 0: always wait for the full window (local "
+        "engine only)",
         minimum=0,
         maximum=4096,
     ),
