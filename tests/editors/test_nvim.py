@@ -303,12 +303,15 @@ def test_stats_command_opens_a_float_with_the_server_stats(keys_run: NvimRun) ->
 
 @needs_nvim
 def test_checkhealth_reports_neovim_server_command_models_and_ready_model(
-    keys_run: NvimRun,
+    keys_run: NvimRun, request: pytest.FixtureRequest
 ) -> None:
     health = "\n".join(keys_run.obs("health"))
     for expected in ("OK Neovim 0.12", "OK server command", "models list", "tiny on cpu: ready"):
         assert expected in health, keys_run.explain(f"{expected!r} not in the health report")
     assert "ERROR" not in health and "WARNING" not in health, keys_run.explain(health)
+    builtin = request.node.callspec.params["keys_run"] == "builtin"
+    internals = "OK Neovim internals the built-in ui uses: all there" in health
+    assert internals == builtin, keys_run.explain(health)
 
 
 @needs_nvim
@@ -558,6 +561,151 @@ def test_every_filetype_attaches_except_the_denylisted_ones(conventions_run: Nvi
     seen = conventions_run.obs("filetypes")
     expected = {"text_attached": True, "commit_wanted": False, "commit_attached": False}
     assert seen == expected, conventions_run.explain(str(seen))
+
+
+# --- keys and gates against an in-process stand-in server (no model, no process) ---
+
+
+@pytest.fixture(scope="module", params=["builtin", "virtual_text"])
+def keys_mock_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> NvimRun:
+    if NVIM is None:
+        pytest.skip("no Neovim 0.12: run editors/nvim/setup.sh")
+    ui = request.param
+    tmp = tmp_path_factory.mktemp(f"nvim-keys-mock-{ui}")
+    namespace = BUILTIN_NS if ui == "builtin" else VIRTUAL_TEXT_NS
+    return run_nvim(tmp, "keys_mock", None, ui=ui, namespace=namespace, timeout_ms=120_000)
+
+
+@needs_nvim
+def test_keys_mock_scenario_runs_every_step_without_error(keys_mock_run: NvimRun) -> None:
+    run = keys_mock_run
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+
+
+@needs_nvim
+def test_tab_with_nothing_shown_runs_an_earlier_non_expr_callback_that_edits_text(
+    keys_mock_run: NvimRun,
+) -> None:
+    """The usual snippet-jump map: a plain Lua callback. Run inside spec-lsp's expr mapping it
+    failed with E565 (no text change in a textlock) and <Tab> did nothing."""
+    run = keys_mock_run
+    seen = run.obs("snippet_tab_before")
+    assert seen["errmsg"] == "" and seen["jumps"] == {"before": 1, "after": 0}, run.explain(
+        str({k: v for k, v in seen.items() if k not in ("before", "after")})
+    )
+    assert inserted_at_cursor(seen) == "BEFORE" and seen["mode"] == "i", run.explain(str(seen))
+
+
+@needs_nvim
+def test_tab_runs_the_mapping_there_when_pressed_not_the_one_there_at_attach(
+    keys_mock_run: NvimRun,
+) -> None:
+    run = keys_mock_run
+    seen = run.obs("snippet_tab")
+    assert seen["errmsg"] == "" and seen["jumps"] == {"before": 1, "after": 1}, run.explain(
+        str({k: v for k, v in seen.items() if k not in ("before", "after")})
+    )
+    assert inserted_at_cursor(seen) == "JUMP" and seen["mode"] == "i", run.explain(str(seen))
+
+
+@needs_nvim
+def test_tab_with_ghost_text_accepts_it_and_leaves_the_callback_alone(
+    keys_mock_run: NvimRun,
+) -> None:
+    seen = keys_mock_run.obs("accept_tab")
+    assert inserted_at_cursor(seen) == "GHOST" and seen["jumps"] == {"before": 1, "after": 1}, (
+        keys_mock_run.explain(str(seen))
+    )
+
+
+@needs_nvim
+def test_no_ghost_text_while_the_popup_menu_is_open_and_it_comes_back_after(
+    keys_mock_run: NvimRun,
+) -> None:
+    run = keys_mock_run
+    pum = run.obs("pum")
+    assert pum["hidden"] and pum["pum_open"], run.explain(str(pum))
+    assert pum["asked_under_menu"] == 0 and pum["marks_under_menu"] == 0, run.explain(str(pum))
+    assert pum["visible"] is False and pum["back"], run.explain(str(pum))
+
+
+@needs_nvim
+def test_no_ghost_text_while_a_completion_plugins_menu_is_open(keys_mock_run: NvimRun) -> None:
+    """blink.cmp's `is_menu_visible()` and its User BlinkCmpMenuOpen event, faked."""
+    blink = keys_mock_run.obs("blink")
+    assert blink == {"hidden": True, "asked_under_menu": 0, "marks": 0, "back": True}, (
+        keys_mock_run.explain(str(blink))
+    )
+
+
+@needs_nvim
+def test_hide_during_completion_off_keeps_the_ghost_text_under_the_menu(
+    keys_mock_run: NvimRun,
+) -> None:
+    seen = keys_mock_run.obs("pum_not_hidden")
+    assert seen["pum_open"] and seen["marks"] > 0, keys_mock_run.explain(str(seen))
+
+
+@needs_nvim
+def test_a_buffer_turned_off_asks_nothing_while_another_buffer_still_suggests(
+    keys_mock_run: NvimRun,
+) -> None:
+    run = keys_mock_run
+    off = run.obs("buffer_off")
+    assert off["var"] is False and off["global"] is True, run.explain(str(off))
+    assert off["asked"] == 0 and off["marks"] == 0, run.explain(f"asked in an off buffer: {off}")
+    assert off["statusline"] == "spec-lsp off", run.explain(str(off))
+    assert off["other_ghost"] and off["other_statusline"] == "spec-lsp mock", run.explain(str(off))
+    on = run.obs("buffer_on")
+    assert on == {"var": True, "statusline": "spec-lsp mock", "ghost": True}, run.explain(str(on))
+    by_var = run.obs("buffer_var")
+    assert by_var == {"asked": 0, "marks": 0}, run.explain(f"vim.b.spec_lsp_enabled: {by_var}")
+    assert run.obs("messages")[:2] == [
+        "spec-lsp: suggestions off in this buffer",
+        "spec-lsp: suggestions on in this buffer",
+    ], run.explain(str(run.obs("messages")))
+
+
+@needs_nvim
+def test_should_attach_keeps_a_buffer_from_the_server(keys_mock_run: NvimRun) -> None:
+    run = keys_mock_run
+    seen = run.obs("should_attach")
+    assert not seen["secret_attached"] and seen["other_attached"], run.explain(str(seen))
+    calls = {(c["name"], c["client"]) for c in seen["calls"]}
+    expected = {("sample.py", False), ("other.py", True), ("secret.py", True)}
+    assert expected <= calls, run.explain(f"should_attach(bufnr, client) calls: {seen['calls']}")
+
+
+@needs_nvim
+def test_the_neovim_internals_the_builtin_ui_relies_on_are_still_there(
+    keys_mock_run: NvimRun, request: pytest.FixtureRequest
+) -> None:
+    """spec_lsp/internals.lua: the ghost text's namespace, the per-instance `client.request` and
+    the augroup `nvim.lsp.inline_completion:<buf>`. A Neovim that changes them fails here."""
+    if request.node.callspec.params["keys_mock_run"] != "builtin":
+        pytest.skip("only the built-in ui uses Neovim's internals")
+    seen = keys_mock_run.obs("internals")
+    assert seen == {
+        "problems": [],
+        "namespace_has_ghost": True,
+        "shown_reported": True,
+        "asked_again": True,
+    }, keys_mock_run.explain(f"Neovim's internals changed: {seen}")
+
+
+@needs_nvim
+def test_native_lsp_config_keeps_to_the_plugins_filetype_rules(tmp_path: Path) -> None:
+    run = run_nvim(tmp_path, "native_mock", None, timeout_ms=60_000)
+    assert run.result.get("done") and not run.result.get("error"), run.explain("did not finish")
+    seen = run.obs("native_filetypes")
+    assert seen == {
+        "commit_filetype": "gitcommit",
+        "commit_attached": False,
+        "help_attached": False,
+        "python_attached": True,
+    }, run.explain(str(seen))
 
 
 # --- without setup{}: lsp/spec_lsp.lua and vim.lsp.enable ---

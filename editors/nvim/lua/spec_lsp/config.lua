@@ -34,7 +34,12 @@ local M = {}
 ---@field workspace_venv boolean    also try `<project root>/.venv/bin/spec-lsp` (runs that project's code)
 ---@field filetypes string[]        filetypes to attach to; `{ "*" }` for every file buffer
 ---@field exclude_filetypes string[]  filetypes never attached to, even with `"*"`
+---@field should_attach (fun(bufnr: integer, client: vim.lsp.Client|nil): boolean)|nil  after the
+---                                 filetype rules, whether to attach `bufnr` (`client`: the running
+---                                 spec-lsp client, nil before the first buffer starts it)
 ---@field auto_trigger boolean      suggest while typing; false: only on the `trigger` key
+---@field hide_during_completion boolean  no ghost text while a completion menu is open (Neovim's
+---                                 popup menu, nvim-cmp's, blink.cmp's)
 ---@field keys spec_lsp.Keys        insert-mode keys; `false` leaves a key unmapped
 ---@field init_options table        server options (docs/protocol.md), sent as initializationOptions
 ---@field ui "auto"|"builtin"|"virtual_text"  auto: `vim.lsp.inline_completion` on 0.12+, else own virtual text
@@ -50,7 +55,9 @@ M.defaults = {
   workspace_venv = false,
   filetypes = { "*" },
   exclude_filetypes = { "help", "gitcommit", "gitrebase", "hgcommit", "svn", "cvs" },
+  should_attach = nil,
   auto_trigger = true,
+  hide_during_completion = true,
   keys = {
     accept = "<Tab>",
     accept_word = "<M-Right>",
@@ -105,7 +112,13 @@ local checks = {
   exclude_filetypes = function(v)
     return vim.islist(v), "a list of filetypes"
   end,
+  should_attach = function(v)
+    return v == nil or vim.is_callable(v), "a function(bufnr, client) returning true or false"
+  end,
   auto_trigger = function(v)
+    return type(v) == "boolean", "true or false"
+  end,
+  hide_during_completion = function(v)
     return type(v) == "boolean", "true or false"
   end,
   keys = function(v)

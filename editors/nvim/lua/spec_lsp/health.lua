@@ -1,6 +1,6 @@
 --- `:checkhealth spec_lsp`: the Neovim version, the server command, model availability, whether
---- next edit suggestions are on, and the running server's state with its last load error, or why
---- its remote engine fails.
+--- next edit suggestions are on, the Neovim internals the built-in ui uses, and the running
+--- server's state with its last load error, or why its remote engine fails.
 
 local config = require("spec_lsp.config")
 local lsp = require("spec_lsp.lsp")
@@ -75,6 +75,30 @@ local function check_models(exe)
   end
 end
 
+--- The internals (spec_lsp.internals) in a buffer the built-in ui shows ghost text in.
+---@param client vim.lsp.Client
+local function check_internals(client)
+  local suggestion = require("spec_lsp.suggestion")
+  if suggestion.ui ~= require("spec_lsp.ui.builtin") then
+    return
+  end
+  local bufnr = vim.lsp.get_buffers_by_client_id(client.id)[1]
+  if not bufnr then
+    health.info("Neovim internals: not checked (no buffer attached yet)")
+    return
+  end
+  local problems = require("spec_lsp.internals").check(bufnr, client)
+  if #problems == 0 then
+    health.ok("Neovim internals the built-in ui uses: all there")
+  else
+    local what = table.concat(problems, "; ")
+    health.warn("Neovim internals the built-in ui uses have changed: " .. what, {
+      "shown/accepted reports and the next/prev/trigger keys may not work",
+      'ui = "virtual_text" does without them',
+    })
+  end
+end
+
 local function check_server()
   local client = lsp.client()
   if not client then
@@ -82,6 +106,7 @@ local function check_server()
     return
   end
   health.ok(("server running (client id %d)"):format(client.id))
+  check_internals(client)
   local res, err = client:request_sync("spec-lsp/status", vim.NIL, 5000)
   local status = res and res.result
   if type(status) ~= "table" then

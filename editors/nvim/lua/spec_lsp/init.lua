@@ -5,12 +5,14 @@
 --- This module wires the parts together: options (config), the client (lsp), keys and accepts
 --- (suggestion), where the cursor rests (cursor: the server warms its prompt up), the ghost
 --- text itself (ui.builtin on 0.12+, ui.virtual_text on 0.11), next edit suggestions
---- (nextedit), the server's state (status: the statusline, `:SpecLsp status`), the commands, and
+--- (nextedit), the server's state (status: the statusline, `:SpecLsp status`), whether a buffer
+--- gets suggestions now (gate: on, on in this buffer, no completion menu open), the commands, and
 --- `:checkhealth spec_lsp` (health).
 
 local api = vim.api
 local config = require("spec_lsp.config")
 local cursor = require("spec_lsp.cursor")
+local gate = require("spec_lsp.gate")
 local lsp = require("spec_lsp.lsp")
 local nextedit = require("spec_lsp.nextedit")
 local status = require("spec_lsp.status")
@@ -19,6 +21,7 @@ local suggestion = require("spec_lsp.suggestion")
 local M = {}
 
 M.did_setup = false
+--- Suggestions on in this Neovim (`toggle`); a buffer's own switch is `vim.b.spec_lsp_enabled`.
 M.enabled = true
 
 --- Accept the suggestion on screen ("all", "word" or "line"); false when there is none.
@@ -50,7 +53,7 @@ M.nextedit = {
 ---   vim.o.statusline = "%f %= %{v:lua.require'spec_lsp'.statusline()}"
 ---@return string
 function M.statusline()
-  return status.text(lsp.client() ~= nil, M.enabled)
+  return status.text(lsp.client() ~= nil, gate.buffer_enabled(api.nvim_get_current_buf()))
 end
 
 ---@param client vim.lsp.Client
@@ -72,6 +75,7 @@ function M.toggle(enabled)
     enabled = not M.enabled
   end
   M.enabled = enabled
+  gate.enabled = enabled
   local client = lsp.client()
   if client then
     suggestion.ui.enable(client, enabled)
@@ -80,6 +84,43 @@ function M.toggle(enabled)
   end
   pcall(vim.cmd.redrawstatus)
   vim.notify("spec-lsp: suggestions " .. (enabled and "on" or "off"), vim.log.levels.INFO)
+end
+
+--- Turn suggestions on or off (nil: flip) in one buffer (default: the current one), through
+--- `vim.b[bufnr].spec_lsp_enabled`; the other buffers keep theirs. Off: nothing is asked there.
+---@param enabled boolean|nil
+---@param bufnr integer|nil
+function M.toggle_buffer(enabled, bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  if enabled == nil then
+    enabled = vim.b[bufnr].spec_lsp_enabled == false
+  end
+  vim.b[bufnr].spec_lsp_enabled = enabled
+  if not enabled and suggestion.ui then
+    suggestion.ui.hide(bufnr)
+  end
+  pcall(vim.cmd.redrawstatus)
+  local msg = ("spec-lsp: suggestions %s in this buffer"):format(enabled and "on" or "off")
+  if enabled and not M.enabled then
+    msg = msg .. " (off everywhere: :SpecLsp toggle)"
+  end
+  vim.notify(msg, vim.log.levels.INFO)
+end
+
+--- `:SpecLsp toggle|enable|disable [buffer]`: `on` true, false or nil (flip).
+---@param on boolean|nil
+---@param scope string|nil  "buffer", or nil for every buffer
+local function switch(on, scope)
+  if scope == "buffer" then
+    M.toggle_buffer(on)
+  elseif scope ~= nil then
+    local msg = ("spec-lsp: expected `buffer` or nothing, not %q"):format(scope)
+    vim.notify(msg, vim.log.levels.ERROR)
+  elseif on == nil then
+    M.toggle()
+  else
+    M.toggle(on)
+  end
 end
 
 --- Turn next edit suggestions on or off (nil: flip), `:SpecLsp nextedit on|off`.
@@ -127,8 +168,14 @@ local subcommands = {
     lsp.restart()
   end,
   log = M.log,
-  toggle = function()
-    M.toggle()
+  toggle = function(arg)
+    switch(nil, arg)
+  end,
+  enable = function(arg)
+    switch(true, arg)
+  end,
+  disable = function(arg)
+    switch(false, arg)
   end,
   stats = function()
     M.stats()
@@ -158,12 +205,15 @@ local function create_commands()
     run(arg)
   end, {
     nargs = "+",
-    desc = "spec-lsp: status, restart, log, toggle, stats, record [file], nextedit [on|off]",
+    desc = "spec-lsp: status, restart, log, toggle|enable|disable [buffer], stats, record [file], "
+      .. "nextedit [on|off]",
     complete = function(lead, line)
       if line:match("^%s*%S+%s+record%s+") then
         return vim.fn.getcompletion(lead, "file")
       end
       local names = line:match("^%s*%S+%s+nextedit%s+") and { "on", "off" }
+        or line:match("^%s*%S+%s+%a+able%s+") and { "buffer" }
+        or line:match("^%s*%S+%s+toggle%s+") and { "buffer" }
         or vim.tbl_keys(subcommands)
       table.sort(names)
       return vim.tbl_filter(function(n)
@@ -194,6 +244,11 @@ function M.setup(opts)
   api.nvim_set_hl(0, "SpecLspSuggestion", { link = "Comment", default = true })
   nextedit.setup()
   local group = api.nvim_create_augroup("spec_lsp", { clear = true })
+  gate.on_menu_open(group, function(bufnr)
+    if suggestion.ui and suggestion.visible(bufnr) then
+      suggestion.ui.hide(bufnr)
+    end
+  end)
   api.nvim_create_autocmd("FileType", {
     group = group,
     callback = function(ev)

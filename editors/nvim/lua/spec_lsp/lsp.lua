@@ -104,7 +104,9 @@ function M.neutral_cwd()
   return vim.uv.os_homedir() or "/"
 end
 
---- Whether spec-lsp should attach to this buffer.
+--- Whether spec-lsp should attach to this buffer: a file buffer whose filetype `filetypes` names
+--- (or `"*"`) and `exclude_filetypes` does not, and then `should_attach(bufnr, client)` if set.
+--- The plugin's setup{} and lsp/spec_lsp.lua (`vim.lsp.enable`) both ask this.
 ---@param bufnr integer
 ---@return boolean
 function M.wants(bufnr)
@@ -116,7 +118,18 @@ function M.wants(bufnr)
   if ft == "" or vim.list_contains(config.options.exclude_filetypes, ft) then
     return false
   end
-  return vim.list_contains(fts, "*") or vim.list_contains(fts, ft)
+  if not (vim.list_contains(fts, "*") or vim.list_contains(fts, ft)) then
+    return false
+  end
+  local hook = config.options.should_attach
+  if not hook then
+    return true
+  end
+  local ok, yes = pcall(hook, bufnr, M.client())
+  if not ok then
+    vim.notify("spec-lsp: should_attach failed: " .. tostring(yes), vim.log.levels.ERROR)
+  end
+  return ok and yes and true or false
 end
 
 local function capabilities()

@@ -10,6 +10,8 @@
 
 local api = vim.api
 local config = require("spec_lsp.config")
+local gate = require("spec_lsp.gate")
+local keymap = require("spec_lsp.keymap")
 
 local M = {}
 
@@ -80,11 +82,11 @@ local function clear(bufnr)
   end
 end
 
---- Whether an inline completion or the popup menu is on screen.
+--- Whether an inline completion or a completion menu is on screen.
 ---@param bufnr integer
 ---@return boolean
 local function completion_shown(bufnr)
-  if vim.fn.pumvisible() == 1 then
+  if gate.menu_open() then
     return true
   end
   local ok, visible = pcall(function()
@@ -97,7 +99,7 @@ end
 ---@param bufnr integer
 ---@return boolean
 local function may_show(bufnr)
-  if not M.enabled or not api.nvim_buf_is_valid(bufnr) then
+  if not M.enabled or not api.nvim_buf_is_valid(bufnr) or not gate.buffer_on(bufnr) then
     return false
   end
   if api.nvim_get_current_buf() ~= bufnr then
@@ -456,38 +458,6 @@ local descs = {
   dismiss = "Dismiss the spec-lsp next edit",
 }
 
----@type table<integer, table<string, table|false>>  bufnr -> "mode lhs" -> the mapping replaced
-local previous = {}
-
---- What the key does when there is no next edit: the mapping it had before (spec-lsp's own
---- accept key in insert mode, nvim-cmp's, a user's), else the key itself. As suggestion.lua's.
----@param prev table|false|nil
----@param lhs string
----@return string keys  for an expr mapping to type
-local function fall_through(prev, lhs)
-  if not prev then
-    return vim.keycode(lhs)
-  end
-  local keys
-  if prev.callback then
-    keys = prev.callback()
-    if prev.expr ~= 1 then
-      return ""
-    end
-    keys = type(keys) == "string" and keys or ""
-  else
-    keys = prev.expr == 1 and api.nvim_eval(prev.rhs) or prev.rhs
-  end
-  if prev.expr ~= 1 or prev.replace_keycodes == 1 then
-    keys = vim.keycode(keys)
-  end
-  if prev.noremap == 1 then
-    return keys
-  end
-  api.nvim_feedkeys(keys, "im", false)
-  return ""
-end
-
 --- The (mode, lhs, action) triples the options ask for.
 local function bindings()
   local o = opts()
@@ -513,64 +483,31 @@ local function applies(bufnr, mode, action)
   return mode == "n" or action == "dismiss" or not completion_shown(bufnr)
 end
 
---- Map the accept and dismiss keys in `bufnr` (normal mode, and insert mode), over what they did.
---- In insert mode the accept key wraps spec-lsp's completion accept key when both are <Tab>: so
---- call this after `suggestion.map_keys`, and `unmap_keys` before it.
+--- Map the accept and dismiss keys in `bufnr` (normal mode, and insert mode), over what they did
+--- (spec_lsp.keymap). In insert mode the accept key wraps spec-lsp's completion accept key when
+--- both are <Tab>: so call this after `suggestion.map_keys`, and `unmap_keys` before it.
 ---@param bufnr integer
 function M.map_keys(bufnr)
-  previous[bufnr] = previous[bufnr] or {}
   for _, b in ipairs(bindings()) do
     local mode, lhs, action = b[1], b[2], b[3]
-    local slot = mode .. " " .. lhs
-    local prev = api.nvim_buf_call(bufnr, function()
-      return vim.fn.maparg(lhs, mode, false, true)
-    end)
-    if prev.desc ~= descs[action] then -- not this module's own from an earlier attach
-      previous[bufnr][slot] = prev.lhs ~= nil and prev or false
-    end
-    vim.keymap.set(mode, lhs, function()
-      if applies(bufnr, mode, action) then
-        vim.schedule(function() -- no buffer change or cursor move inside an expr mapping
-          if action == "accept" then
-            M.accept(bufnr)
-          else
-            M.dismiss(bufnr)
-          end
-        end)
-        return ""
+    keymap.map(bufnr, mode, lhs, descs[action], function()
+      if not applies(bufnr, mode, action) then
+        return false
       end
-      return fall_through(previous[bufnr] and previous[bufnr][slot], lhs)
-    end, {
-      buffer = bufnr,
-      expr = true,
-      replace_keycodes = false,
-      silent = true,
-      desc = descs[action],
-    })
+      if action == "accept" then
+        M.accept(bufnr)
+      else
+        M.dismiss(bufnr)
+      end
+      return true
+    end)
   end
 end
 
 --- Remove this module's keys from `bufnr` and put back the buffer-local mappings they covered.
 ---@param bufnr integer
 function M.unmap_keys(bufnr)
-  local saved = previous[bufnr]
-  if not saved or not api.nvim_buf_is_valid(bufnr) then
-    previous[bufnr] = nil
-    return
-  end
-  api.nvim_buf_call(bufnr, function()
-    for slot, prev in pairs(saved) do
-      local mode, lhs = slot:match("^(%S+) (.+)$")
-      local now = vim.fn.maparg(lhs, mode, false, true)
-      if now.buffer == 1 and (now.desc == descs.accept or now.desc == descs.dismiss) then
-        pcall(vim.keymap.del, mode, lhs, { buffer = bufnr })
-        if prev and prev.buffer == 1 then
-          pcall(vim.fn.mapset, mode, false, prev)
-        end
-      end
-    end
-  end)
-  previous[bufnr] = nil
+  keymap.unmap(bufnr, { [descs.accept] = true, [descs.dismiss] = true })
 end
 
 -- --- attaching ---

@@ -4,6 +4,7 @@
 
 local api = vim.api
 local config = require("spec_lsp.config")
+local keymap = require("spec_lsp.keymap")
 local partial = require("spec_lsp.partial")
 
 local M = {}
@@ -169,65 +170,16 @@ local function run(name)
   return M.accept(arg)
 end
 
----@type table<integer, table<string, table>>  bufnr -> lhs -> the mapping spec-lsp's replaced
-local previous = {}
-
---- What a key does when spec-lsp has nothing to do with it: the insert-mode mapping it had before
---- (nvim-cmp's, blink's, a snippet plugin's <Tab>), else the key itself. Returns the keys for an
---- expr mapping to type.
----@param prev table|nil  `maparg(lhs, "i", false, true)` from before spec-lsp mapped the key
----@param lhs string
----@return string
-local function fall_through(prev, lhs)
-  if not prev or vim.tbl_isempty(prev) then
-    return vim.keycode(lhs)
-  end
-  local keys
-  if prev.callback then
-    keys = prev.callback()
-    if prev.expr ~= 1 then
-      return ""
-    end
-    keys = type(keys) == "string" and keys or ""
-  else
-    keys = prev.expr == 1 and vim.api.nvim_eval(prev.rhs) or prev.rhs
-  end
-  if prev.expr ~= 1 or prev.replace_keycodes == 1 then
-    keys = vim.keycode(keys)
-  end
-  if prev.noremap == 1 then
-    return keys
-  end
-  api.nvim_feedkeys(keys, "im", false) -- a recursive mapping: its keys may be mappings too
-  return ""
-end
-
 --- Map the configured insert-mode keys in `bufnr`. A key with nothing to act on does what it did
---- before: the mapping spec-lsp replaced (buffer-local or global), else types itself.
+--- before (spec_lsp.keymap): the mapping spec-lsp replaced, the global one, else the key itself.
 ---@param bufnr integer
 function M.map_keys(bufnr)
-  previous[bufnr] = previous[bufnr] or {}
   for name, lhs in pairs(config.options.keys) do
     local action = actions[name]
     if lhs and action then
-      local prev = api.nvim_buf_call(bufnr, function()
-        return vim.fn.maparg(lhs, "i", false, true)
+      keymap.map(bufnr, "i", lhs, action[1], function()
+        return run(name)
       end)
-      if prev.desc ~= action[1] then -- not spec-lsp's own from an earlier attach
-        previous[bufnr][lhs] = prev.lhs and prev or nil
-      end
-      vim.keymap.set("i", lhs, function()
-        if run(name) then
-          return ""
-        end
-        return fall_through(previous[bufnr][lhs], lhs)
-      end, {
-        buffer = bufnr,
-        expr = true,
-        replace_keycodes = false,
-        silent = true,
-        desc = action[1],
-      })
     end
   end
 end

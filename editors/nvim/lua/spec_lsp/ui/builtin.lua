@@ -4,14 +4,18 @@
 --- alternatives to cycle: Neovim's own requests are all Automatic (one item), so the next/prev
 --- key makes Neovim ask again at once and sends that one request as Invoked (up to 3 items).
 --- With `auto_trigger = false` its automatic requests are not sent; the trigger key asks the same
---- way as next/prev do.
+--- way as next/prev do. Where spec_lsp.gate says no (suggestions off in the buffer, a completion
+--- menu open), nothing is asked and what is shown goes. The Neovim internals this needs are
+--- reached through spec_lsp.internals only.
 
 local api = vim.api
 local config = require("spec_lsp.config")
+local gate = require("spec_lsp.gate")
+local internals = require("spec_lsp.internals")
 
 local M = {}
 
-M.namespace = api.nvim_create_namespace("nvim.lsp.inline_completion")
+M.namespace = internals.namespace
 
 ---@class (private) spec_lsp.Shown
 ---@field client_id integer
@@ -60,44 +64,58 @@ local function take_wanted(bufnr)
   return same and want or nil
 end
 
+--- An empty answer, as the client's own: Neovim takes down what it shows.
+---@param handler function
+---@param client vim.lsp.Client
+---@param bufnr integer|nil
+local function answer_nothing(handler, client, bufnr)
+  handler(nil, { items = {} }, { client_id = client.id, bufnr = bufnr })
+end
+
 --- Neovim shows the first item of each inline-completion answer but tells nobody; wrap this
---- client's `request` so the server hears `spec-lsp/didShowCompletion` for it, and so that the
---- request after a next/prev key asks for alternatives (triggerKind Invoked).
+--- client's `request` so the server hears `spec-lsp/didShowCompletion` for it, so that the
+--- request after a next/prev key asks for alternatives (triggerKind Invoked), and so that nothing
+--- is asked or shown where the gate says no.
 ---@param client vim.lsp.Client
 local function watch_answers(client)
-  if client._spec_lsp_watched then
-    return
-  end
-  client._spec_lsp_watched = true
-  local request = client.request
-  client.request = function(self, method, params, handler, bufnr)
-    if method == "textDocument/inlineCompletion" and handler then
-      local uri = type(params) == "table" and params.textDocument and params.textDocument.uri
-      local want = take_wanted(bufnr or (uri and vim.uri_to_bufnr(uri)))
-      if not want and not config.options.auto_trigger then
-        return false -- typing asks nothing: only the trigger (or next/prev) key does
+  internals.wrap_request(client, function(request, self, method, params, handler, bufnr)
+    if method ~= "textDocument/inlineCompletion" or not handler then
+      return request(self, method, params, handler, bufnr)
+    end
+    local uri = type(params) == "table" and params.textDocument and params.textDocument.uri
+    bufnr = bufnr or (uri and vim.uri_to_bufnr(uri)) or api.nvim_get_current_buf()
+    if not gate.allows(bufnr) then
+      wanted[bufnr] = nil
+      answer_nothing(handler, self, bufnr)
+      return false
+    end
+    local want = take_wanted(bufnr)
+    if not want and not config.options.auto_trigger then
+      return false -- typing asks nothing: only the trigger (or next/prev) key does
+    end
+    if want then
+      params = vim.deepcopy(params)
+      params.context = vim.tbl_extend("force", params.context or {}, { triggerKind = 1 })
+    end
+    local inner = handler
+    handler = function(err, result, ctx, ...)
+      if ctx and ctx.bufnr and not gate.allows(ctx.bufnr) then
+        return answer_nothing(inner, self, ctx.bufnr) -- a menu opened while it was asked for
       end
-      if want then
-        params = vim.deepcopy(params)
-        params.context = vim.tbl_extend("force", params.context or {}, { triggerKind = 1 })
-      end
-      local inner = handler
-      handler = function(err, result, ctx, ...)
-        inner(err, result, ctx, ...)
-        local items = not err and result and (result.items or result) or nil
-        if ctx and ctx.bufnr and type(items) == "table" and items[1] then
-          local state = { client_id = ctx.client_id, items = items, index = 1 }
-          shown[ctx.bufnr] = state
-          if want and want.count ~= 0 and #items > 1 then -- Neovim drew the first: move on
-            vim.lsp.inline_completion.select({ bufnr = ctx.bufnr, count = want.count })
-            state.index = (want.count % #items) + 1
-          end
-          report_shown(ctx.bufnr)
+      inner(err, result, ctx, ...)
+      local items = not err and result and (result.items or result) or nil
+      if ctx and ctx.bufnr and type(items) == "table" and items[1] then
+        local state = { client_id = ctx.client_id, items = items, index = 1 }
+        shown[ctx.bufnr] = state
+        if want and want.count ~= 0 and #items > 1 then -- Neovim drew the first: move on
+          vim.lsp.inline_completion.select({ bufnr = ctx.bufnr, count = want.count })
+          state.index = (want.count % #items) + 1
         end
+        report_shown(ctx.bufnr)
       end
     end
     return request(self, method, params, handler, bufnr)
-  end
+  end)
 end
 
 ---@param bufnr integer
@@ -182,16 +200,26 @@ end
 local function ask_alternatives(bufnr, count)
   local tick, cursor = api.nvim_buf_get_changedtick(bufnr), api.nvim_win_get_cursor(0)
   wanted[bufnr] = { tick = tick, cursor = cursor, count = count }
-  local group = "nvim.lsp.inline_completion:" .. bufnr
-  if not pcall(api.nvim_exec_autocmds, "CursorMovedI", { group = group }) then
+  if not internals.ask_again(bufnr) then
     wanted[bufnr] = nil
   end
+end
+
+--- Take the suggestion in `bufnr` off the screen (a completion menu opened, the buffer was
+--- turned off); the next change asks again.
+---@param bufnr integer
+function M.hide(bufnr)
+  shown[bufnr] = nil
+  vim.lsp.inline_completion.get({ bufnr = bufnr, on_accept = function() end })
 end
 
 --- Ask for a suggestion here now, as Invoked, whatever `auto_trigger` says.
 ---@param bufnr integer
 ---@return boolean
 function M.trigger(bufnr)
+  if not gate.allows(bufnr) then
+    return false
+  end
   ask_alternatives(bufnr, 0)
   return wanted[bufnr] ~= nil
 end

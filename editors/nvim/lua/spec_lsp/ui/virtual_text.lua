@@ -1,9 +1,12 @@
 --- Suggestions as this plugin's own virtual text (Neovim 0.11, or `ui = "virtual_text"`): asks
 --- `textDocument/inlineCompletion` after a short debounce, cancels the pending request on every
---- change, and draws the item as extmarks in the `spec_lsp.suggestion` namespace.
+--- change, and draws the item as extmarks in the `spec_lsp.suggestion` namespace. Where
+--- spec_lsp.gate says no (suggestions off in the buffer, a completion menu open), nothing is
+--- asked or shown.
 
 local api = vim.api
 local config = require("spec_lsp.config")
+local gate = require("spec_lsp.gate")
 
 local M = {}
 
@@ -129,6 +132,9 @@ local function request(bufnr, invoked, show_first)
   if not client or not state.enabled or api.nvim_get_current_buf() ~= bufnr then
     return
   end
+  if not gate.allows(bufnr) then
+    return
+  end
   if not api.nvim_get_mode().mode:match("^i") then
     return
   end
@@ -144,6 +150,9 @@ local function request(bufnr, invoked, show_first)
     state.request_id = nil
     if err or not result or not api.nvim_buf_is_valid(bufnr) or position_key(bufnr) ~= key then
       return
+    end
+    if not gate.allows(bufnr) then
+      return -- a menu opened (or the buffer was turned off) while it was asked for
     end
     local items = usable(bufnr, result.items or result, client, cursor[1] - 1, cursor[2])
     -- after an explicit request for alternatives, the one after the shown (first) item
@@ -163,7 +172,7 @@ local function on_change(bufnr)
     return -- the answer pending or on screen is for this very position
   end
   reset(bufnr)
-  if not state.enabled or not config.options.auto_trigger then
+  if not state.enabled or not config.options.auto_trigger or not gate.allows(bufnr) then
     return -- with auto_trigger off only the trigger key asks
   end
   state.key = position_key(bufnr)
@@ -220,6 +229,13 @@ function M.enable(client, enabled)
   end
 end
 
+--- Take the suggestion in `bufnr` off the screen (a completion menu opened, the buffer was
+--- turned off); the next change asks again.
+---@param bufnr integer
+function M.hide(bufnr)
+  reset(bufnr)
+end
+
 ---@param bufnr integer
 ---@return boolean
 function M.visible(bufnr)
@@ -258,7 +274,7 @@ end
 ---@return boolean
 function M.trigger(bufnr)
   local state = states[bufnr]
-  if not state or not state.enabled then
+  if not state or not state.enabled or not gate.allows(bufnr) then
     return false
   end
   reset(bufnr)
