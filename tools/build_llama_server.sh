@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build llama.cpp's llama-server from the source that llama-cpp-python's sdist carries
-# (vendor/llama.cpp, MIT), into a cache folder outside the work tree; a second run reuses it.
+# (vendor/llama.cpp, MIT), into a cache folder outside the work tree; a second run reuses it. The
+# sdist's version is pinned in constraints-cpu.txt, so the peer baseline does not drift with
+# PyPI's newest release; a cache built from another version is built again.
 #
 # The strongest build that runs here is chosen, each one smoke-tested (`--version` and a few greedy
 # tokens on the bundled GGUF, under a timeout) before it is used:
@@ -21,11 +23,27 @@ LINK=$CACHE/llama-server
 RECORD=$LINK.build
 JOBS=${JOBS:-2}
 FEATURES='avx2|avx_vnni|avx512f|avx512_vnni|avx512_bf16|amx_int8'  # named in the build's record
+CONSTRAINTS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/constraints-cpu.txt
+PIN=$(grep -m1 -x -E 'llama-cpp-python==[0-9][0-9.]*' "$CONSTRAINTS") || {
+  echo "llama-server: no llama-cpp-python==VERSION line in $CONSTRAINTS" >&2
+  exit 1
+}
+SDIST=llama_cpp_python-${PIN#llama-cpp-python==}.tar.gz
 mkdir -p "$CACHE"
 # One build at a time: a second caller (the tests' fixture beside make bench-peers) waits for the
 # first instead of running cmake in the same build folder.
 exec 9>"$CACHE/.build.lock"
 flock 9
+
+# The source's version, and every build from it: another version's are removed. A cache from before
+# the pin that holds the pinned sdist is kept.
+if [ ! -f "$CACHE/src.version" ] && [ -d "$CACHE/src" ] && [ -f "$CACHE/sdist/$SDIST" ]; then
+  echo "$PIN" >"$CACHE/src.version"
+fi
+if [ "$(cat "$CACHE/src.version" 2>/dev/null)" != "$PIN" ]; then
+  rm -rf "$CACHE/src" "$CACHE/sdist" "$CACHE/build" "$CACHE"/build-native* "$CACHE/src.version"
+  rm -f "$LINK" "$RECORD" "$CACHE/llama-server.cpu"
+fi
 
 cpu=$( (lscpu 2>/dev/null || true) | sed -n 's/^Model name: *//p' | head -n1)
 cpu=${cpu:-unknown CPU}
@@ -66,12 +84,12 @@ fetch_source() {
   [ -d "$CACHE/src" ] && return 0
   (
     cd "$CACHE"
-    "$PY" -m pip download -q --no-binary :all: --no-deps --dest sdist llama-cpp-python
-    tarball=$(ls sdist/llama_cpp_python-*.tar.gz | head -n1)
-    tar -xzf "$tarball" -C "$CACHE"
-    top=$(basename "$tarball" .tar.gz)
+    "$PY" -m pip download -q --no-binary :all: --no-deps --dest sdist "$PIN"
+    tar -xzf "sdist/$SDIST" -C "$CACHE"
+    top=$(basename "$SDIST" .tar.gz)
     mv "$top/vendor/llama.cpp" src
     rm -rf "$top"
+    echo "$PIN" >src.version
   )
 }
 

@@ -36,7 +36,9 @@ def register(subparsers: Any) -> None:
     group.add_argument("--preset", help="model preset (server --preset and initializationOptions)")
     group.add_argument("--speed", type=float, default=1.0, help="time scale (2 = twice as fast)")
     group.add_argument("--json", metavar="PATH", help="write the figures as JSON")
-    group.add_argument("--plot", metavar="PATH", help="write a latency plot (PNG)")
+    group.add_argument(
+        "--plot", metavar="PATH", help="write a latency plot (PNG; needs the extra spec-lsp[plot])"
+    )
     group.add_argument(
         "--compare",
         choices=["plain", "target-only", "no-prefetch"],
@@ -68,10 +70,10 @@ def _synthesize_arguments(replay: Any) -> None:
         f"{SYNTHESIZE} (spec-lsp replay {SYNTHESIZE} FILE... --out DIR)"
     )
     synth.add_argument("--out", metavar="DIR", help="where to write synthesized sessions")
-    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--seed", type=int, default=0, help="draws the regions and the typing")
     synth.add_argument("--per-file", type=int, default=1, help="regions to type per file")
-    synth.add_argument("--min-chars", type=int, default=80)
-    synth.add_argument("--max-chars", type=int, default=300)
+    synth.add_argument("--min-chars", type=int, default=80, help="smallest region to type")
+    synth.add_argument("--max-chars", type=int, default=300, help="largest region to type")
     synth.add_argument(
         "--region", action="append", default=[], help="type these functions (by name), not drawn"
     )
@@ -122,6 +124,11 @@ def run_replay(args: argparse.Namespace) -> int:
         return 2
     from spec_lsp.replay.client import ServerError
     from spec_lsp.replay.format import SessionFormatError, read_session
+    from spec_lsp.replay.report import plot_missing
+
+    if args.plot and (why := plot_missing()):  # before minutes of replay, not after
+        print(f"spec-lsp replay: {why}", file=sys.stderr)
+        return 2
     from spec_lsp.replay.run import ReplayOptions, replay_command
 
     try:

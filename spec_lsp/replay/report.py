@@ -1,7 +1,9 @@
-"""The replay report: a text table, the JSON document, and the latency plot (matplotlib, Agg)."""
+"""The replay report: a text table, the JSON document, and the latency plot (matplotlib, Agg: the
+optional `plot` extra, ~95 MB with its stack, so only `replay --plot` needs it)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -117,8 +119,24 @@ def write_json(path: str | Path, document: dict[str, Any]) -> None:
 COLORS = {"shown": "tab:green", "empty": "tab:gray", "cancelled": "tab:red", "stale": "tab:orange"}
 
 
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed; the message says how to add it."""
+
+
+def plot_missing() -> str | None:
+    """Why `--plot` cannot draw here (matplotlib, the `plot` extra, is not installed), or None."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        return None
+    return (
+        "--plot needs matplotlib, which spec-lsp installs only as an extra: "
+        "pip install 'spec-lsp[plot]' (in a checkout: .venv/bin/pip install -e '.[plot]')"
+    )
+
+
 def plot(path: str | Path, runs: list[tuple[str, Tally]], window_s: float = 20.0) -> None:
     """Latency CDFs of every run, and the timeline of the first run's session that showed most."""
+    if why := plot_missing():
+        raise PlotUnavailable(why)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,18 @@ def test_bad_arguments_exit_2_with_one_message(
 def test_an_empty_folder_is_no_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path)]) == 2
     assert "no sessions" in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_says_which_extra_to_install_before_replaying(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """matplotlib is the optional `plot` extra: `--plot` without it fails at once, with the pip
+    command, rather than after minutes of replay."""
+    from spec_lsp.replay.report import PlotUnavailable, plot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: find_spec is None
+    assert main(["replay", str(tmp_path), "--plot", str(tmp_path / "p.png")]) == 2
+    assert "pip install 'spec-lsp[plot]'" in capsys.readouterr().err
+    with pytest.raises(PlotUnavailable, match=r"spec-lsp\[plot\]"):
+        plot(tmp_path / "p.png", [])
+    assert not (tmp_path / "p.png").exists()
