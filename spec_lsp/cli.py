@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import metadata
+from typing import Any
 
 from spec_lsp import interpreter
 from spec_lsp.commands import (
@@ -28,13 +29,38 @@ from spec_lsp.commands import (
 COMMANDS = (complete, models, kernels, doctor, bench, serve, trim, replay, distill)
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """`--help` names the default of every option that takes a value (`(default: 64)`), unless its
+    help text already speaks of its default; flags and positionals are left as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            not action.option_strings
+            or action.nargs == 0
+            or action.default in (None, argparse.SUPPRESS, [], "")
+            or "default" in text.lower()
+        ):
+            return action.help
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of `spec-lsp` and of each of its commands: `DefaultsFormatter` unless a command
+    names its own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="spec-lsp",
         description="Code-completion language server with speculative decoding on local models.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in COMMANDS:
         module.register(sub)
     return parser

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spec_lsp.engine.api import FORWARDS, METHODS, WEIGHT_FORMATS
+from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS, METHODS, WEIGHT_FORMATS
 from spec_lsp.remote.spec import RemoteSpec, RemoteSpecError, parse_backend
 
 if TYPE_CHECKING:
@@ -191,7 +191,12 @@ def _backend(name: str, table: object, fim: str) -> RemoteSpec | None:
 
 
 def weights_label(p: Preset, device: str = "cpu") -> str:
-    """The weight format a preset asks for on a device, as `models list` shows it."""
+    """The weight format a preset asks for on a device, as `models list` shows it: "gguf" where a
+    GGUF target runs the file's own blocks (`LoadSpec.keeps_blocks`: unless `[weights]` names a
+    float format there), not its `[dtype]`."""
+    gguf = p.target.startswith("gguf:") or p.target.lower().endswith(".gguf")
+    if gguf and p.weights.get(device) not in FLOAT_FORMATS:
+        return "gguf"
     fmt = p.weights.get(device) or p.dtype.get(device, "float32")
     out = p.output_weights or ("int8" if fmt == "int4" else fmt)
     return fmt if out == fmt else f"{fmt}+{out}"

@@ -41,3 +41,5 @@ def test_models_list_aligns_long_names_and_names_a_remote_presets_engine() -> No
     assert all(line[column - 1] == " " and line[column] != " " for line in rows.values()), out
     assert "llama-server" in rows["remote-llama-server"].split()
     assert "openai-compatible" in rows["remote-vllm-qwen2.5-coder-7b"].split()
+    # A GGUF pair runs the file's own blocks: no float32/bfloat16 from its [dtype] (issue 42).
+    assert "gguf/gguf" in rows["coder"].split() and "int4+int8/bfloat16" in rows["bundled"]

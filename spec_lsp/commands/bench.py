@@ -13,6 +13,9 @@ from pathlib import Path
 
 from spec_lsp.config import Options
 
+PRESET_HELP = "model pair: a preset name (spec-lsp models list) or a .toml file"
+DEVICE_HELP = "where the models run: auto (CUDA when torch sees a GPU), cpu or cuda"
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("bench", help="benchmarks (print figures; never timed asserts)")
@@ -31,9 +34,9 @@ def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
     e = bsub.add_parser(
         "engine", help="engine modes vs transformers generate/assisted, same prompts"
     )
-    e.add_argument("--preset", default="coder")
-    e.add_argument("--device", default="auto")
-    e.add_argument("--max-new-tokens", type=int, default=64)
+    e.add_argument("--preset", default="coder", metavar="P", help=PRESET_HELP)
+    e.add_argument("--device", default="auto", help=DEVICE_HELP)
+    e.add_argument("--max-new-tokens", type=int, default=64, help="tokens generated per prompt")
     e.add_argument(
         "--prompts", type=int, default=12, help="number of prompts cut from stdlib files"
     )
@@ -54,8 +57,8 @@ def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
 
 def _register_server(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = bsub.add_parser("server", help="language server figures: typing through, stop, RSS, KV")
-    p.add_argument("--preset", default="bundled")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--preset", default="bundled", metavar="P", help=PRESET_HELP)
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--chars", type=int, default=120, help="characters typed one at a time")
     p.add_argument("--docs", type=int, default=100, help="documents opened and completed in")
     p.add_argument("--supersedes", type=int, default=10, help="generations cancelled mid-way")
@@ -67,18 +70,20 @@ def _register_server(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
 
 def _register_syntax(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = bsub.add_parser("syntax", help="tokens generated with and without the syntax stop callback")
-    p.add_argument("--preset", default="bundled")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--prompts", type=int, default=12)
+    p.add_argument("--preset", default="bundled", metavar="P", help=PRESET_HELP)
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--max-new-tokens", type=int, default=64, help="tokens generated per prompt")
+    p.add_argument(
+        "--prompts", type=int, default=12, help="number of prompts cut from stdlib files"
+    )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON")
     p.set_defaults(func=cmd_syntax)
 
 
 def _register_load(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = bsub.add_parser("load", help="many open documents and steady typing: RSS, latency, fds")
-    p.add_argument("--preset", default="tiny")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--preset", default="tiny", metavar="P", help=PRESET_HELP)
+    p.add_argument("--device", default="cpu", help=DEVICE_HELP)
     p.add_argument("--docs", type=int, default=1000, help="documents opened")
     p.add_argument("--typed", type=int, default=50, help="documents typed into, round-robin")
     p.add_argument("--rate", type=float, default=20.0, help="keystrokes per second, in all")
@@ -111,8 +116,8 @@ def cmd_load(args: argparse.Namespace) -> int:
 def _register_remote(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = bsub.add_parser("remote", help="a superseded llama-server request: time to close it")
     p.add_argument("--url", help="a running llama-server (default: start the cached build)")
-    p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=20, help="superseded requests timed")
+    p.add_argument("--max-new-tokens", type=int, default=200, help="tokens each request asks for")
     p.add_argument("--json", metavar="PATH", help="also write the figures here")
     p.set_defaults(func=cmd_remote)
 
@@ -190,7 +195,7 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument(
         "--preset", metavar="P", help=f"model pair (default: the server's, {Options.preset})"
     )
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument(
         "--limit", type=int, metavar="N", help="the first N problems (from --offset; default all)"
     )
@@ -202,7 +207,13 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         metavar="N",
         help="grow each hole to up to N lines (the next lines of its block): multi-line holes",
     )
-    p.add_argument("--max-tokens", type=int, default=Options.max_tokens, metavar="N")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=Options.max_tokens,
+        metavar="N",
+        help="most tokens a suggestion generates (the server's maxTokens)",
+    )
     p.add_argument(
         "--timeout", type=float, default=10.0, metavar="S", help="seconds per problem's tests"
     )
@@ -252,7 +263,7 @@ def _register_next_edit(bsub: argparse._SubParsersAction) -> None:  # type: igno
     )
     p.add_argument("--repo", default=".", metavar="PATH", help="a git repository (default: here)")
     p.add_argument("--preset", default="coder", metavar="P", help="model pair or preset file")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help=DEVICE_HELP)
     p.add_argument("--limit", type=int, default=200, metavar="N", help="positive cases")
     p.add_argument("--negatives", type=int, default=50, metavar="N", help="negative cases")
     p.add_argument("--json", metavar="PATH", help="write the figures and per-case rows as JSON")
@@ -288,8 +299,8 @@ def _register_verify_cost(bsub: argparse._SubParsersAction) -> None:  # type: ig
     p = bsub.add_parser(
         "verify-cost", help="a target pass over 1..N new tokens against one (the verify cost)"
     )
-    p.add_argument("--preset", default="coder")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--preset", default="coder", metavar="P", help=PRESET_HELP)
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--rows", type=int, default=16, help="the most new tokens a pass runs")
     p.add_argument(
         "--context", type=int, nargs="+", default=[200, 1200], help="cached tokens before"

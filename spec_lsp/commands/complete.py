@@ -31,12 +31,39 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "complete", help="print the suggestion at FILE:LINE:COL (1-based) and its stats"
     )
     p.add_argument("location", help="FILE:LINE:COL, 1-based line and column (characters)")
-    p.add_argument("--preset", default=Options.preset)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--max-tokens", type=int, default=Options.max_tokens)
-    p.add_argument("--method", choices=SPECULATION, default="auto")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--preset",
+        default=Options.preset,
+        metavar="P",
+        help="model pair: a preset name (spec-lsp models list), a .toml file, or tiny",
+    )
+    p.add_argument(
+        "--device",
+        default=Options.device,
+        choices=("auto", "cpu", "cuda"),
+        help="where the models run; auto: CUDA when torch sees a GPU, else the CPU",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=Options.max_tokens,
+        metavar="N",
+        help="most tokens the suggestion generates (the server's maxTokens)",
+    )
+    p.add_argument(
+        "--method",
+        choices=SPECULATION,
+        default=Options.speculation,
+        help="drafting method (the server's speculation); auto: the preset's method",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=Options.temperature,
+        metavar="T",
+        help="sampling temperature; 0 is greedy",
+    )
+    p.add_argument("--json", action="store_true", help="print the suggestion and stats as JSON")
     p.set_defaults(func=cmd_complete)
 
 

@@ -42,12 +42,12 @@ def register(subparsers: Any) -> None:
         "--steps", type=int, default=None, help="training steps (default: head 1500, decoder 600)"
     )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seeds the draft's weights and the windows")
     p.add_argument("--layers", type=int, default=2, help="decoder layers of the draft (default 2)")
     p.add_argument(
         "--draft-vocab", type=int, default=4096, help="size of the draft's output vocabulary"
     )
-    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--seq-len", type=int, default=256, help="tokens in one training window")
     p.add_argument("--batch", type=int, default=None, help="windows per step (head 4, decoder 8)")
     p.add_argument(
         "--windows",
@@ -58,10 +58,12 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--teacher-rows", type=int, default=2, help="windows per batch scored by the target"
     )
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (AdamW, cosine)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--no-report", action="store_true", help="skip the acceptance/speed report")
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument(
+        "--trust-remote-code", action="store_true", help="run a hub target's own Python code"
+    )
     p.set_defaults(func=run)
 
 

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("models", help="list model presets, fetch the bundled model")
+    p = sub.add_parser(
+        "models", help="list model presets; fetch a preset's models (coder by default)"
+    )
     msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     ls = msub.add_parser("list", help="show presets and whether each is available offline")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -25,7 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Options.preset,
         help="model pair: a preset name (spec-lsp models list), a .toml file, or tiny",
     )
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda"),
+        help="where the models run; auto: CUDA when torch sees a GPU, else the CPU",
+    )
     p.add_argument(
         "--trust-remote-code",
         action="store_true",
@@ -57,7 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "on TCP, else a new one, printed and written for local editors)",
     )
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="the least severe level logged (DEBUG: a line per generation, for the benches)",
+    )
     p.set_defaults(func=serve)
 
 

