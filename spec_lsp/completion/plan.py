@@ -92,7 +92,7 @@ class Planner:
         most; rebuilt only when that moves by a step (a rebuilt builder moves the windows)."""
         most, fim, context, max_new = self._short_args
         rate = self._rate()
-        want = most if rate is None else max(SHORT_MIN, min(most, int(rate * SHORT_S)))
+        want = most if rate is None or most <= 0 else max(SHORT_MIN, min(most, int(rate * SHORT_S)))
         if self.short is not None and abs(want - self.short_tokens) < SHORT_STEP:
             return
         budget = want + max_new + 16  # `prompt.Budget`'s usable tokens: `want`

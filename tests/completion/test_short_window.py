@@ -48,6 +48,10 @@ async def test_a_request_carries_the_same_prompt_over_a_short_window() -> None:
     plain.did_open(URI, "python", 1, TEXT)
     await plain.complete(URI, ROW, 3, "utf-16")
     assert off.calls[0].short_prompt is None  # 0: no short window
+    plain.stats.note_prefill(GenerationStats(prefilled_tokens=64, prefill_ms=800.0))
+    plain.did_change(URI, 2, [((ROW, 3, ROW, 3), "u")], "utf-16")
+    await plain.complete(URI, ROW, 4, "utf-16")
+    assert off.calls[1].short_prompt is None  # whatever the rate
 
 
 async def test_an_answer_over_a_short_window_fills_the_full_one_on_idle_time() -> None:
