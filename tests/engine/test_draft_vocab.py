@@ -18,11 +18,16 @@ from spec_lsp.engine.qblocks import BlockLinear
 from .conftest import CODE_PROMPTS, make_engine
 
 
-def _check_rows(full: nn.Module, restricted: RestrictedOutput, x: torch.Tensor) -> None:
+def _check_rows(
+    full: nn.Module, restricted: RestrictedOutput, x: torch.Tensor, bitwise: bool = True
+) -> None:
     want, got = full(x), restricted(x)
     assert got.shape == want.shape
     ids = restricted.ids
-    assert torch.equal(got[..., ids], want[..., ids])  # bitwise: the same rows' products
+    if bitwise:  # the same rows' products
+        assert torch.equal(got[..., ids], want[..., ids])
+    else:
+        torch.testing.assert_close(got[..., ids], want[..., ids], rtol=1e-6, atol=1e-6)
     others = torch.ones(want.shape[-1], dtype=torch.bool)
     others[ids] = False
     assert bool((got[..., others] == torch.finfo(got.dtype).min).all())
@@ -30,11 +35,15 @@ def _check_rows(full: nn.Module, restricted: RestrictedOutput, x: torch.Tensor) 
     assert float(probs[..., others].max()) == 0.0
 
 
-def test_a_dense_output_keeps_its_rows_bitwise_and_scores_nothing_else() -> None:
+def test_a_dense_output_keeps_its_rows_and_scores_nothing_else() -> None:
     torch.manual_seed(0)
     layer = nn.Linear(32, 200, bias=True)
     ids = torch.tensor([0, 1, 2, 7, 150, 199])
-    _check_rows(layer, RestrictedOutput(layer, ids, 200), torch.randn(3, 5, 32))
+    # torch's dense product blocks its columns by how many there are, so 6 rows of 200 agree to
+    # rounding, not bitwise, on some CPUs (an AVX2-only EPYC); the block layers' own kernels
+    # compute each row alone (bitwise, below). A draft's logits only choose what it proposes:
+    # the target verifies every token either way.
+    _check_rows(layer, RestrictedOutput(layer, ids, 200), torch.randn(3, 5, 32), bitwise=False)
 
 
 @pytest.mark.skipif(not native.available(), reason="the native kernels are not built here")
