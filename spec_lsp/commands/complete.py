@@ -135,8 +135,9 @@ async def local_service(
         service = CompletionService(worker, options)
         service.model_ready()
         yield service, worker.info, None
-    finally:
+    finally:  # the worker's thread ends before the interpreter does (else: a C++ abort at exit)
         worker.stop()
+        await asyncio.to_thread(worker.join, 30.0)
 
 
 async def complete_file(
