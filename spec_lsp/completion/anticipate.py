@@ -84,9 +84,14 @@ class Anticipation:
             return
         options = self._options()
         live = self.live.start(
-            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), options, prefetch=True,
+            doc.uri,
+            plan.prompt.text,
+            plan.cut,
+            plan.anchor(),
+            options,
+            prefetch=True,
             short=plan.short_text,
-        )  # fmt: skip
+        )
         ahead = Ahead(doc.uri, text, plan.key, live, len(prefix), len(new_prefix))
         live.keep = ahead.toward  # accepting a line or a word of it keeps this prefetch running
         answer = await self.prefetch.run(ahead)
@@ -136,9 +141,14 @@ class Anticipation:
                 break
             anchor = plan.anchor()
             live = self.live.start(
-                doc.uri, plan.prompt.text, plan.cut, anchor, self._options(), first_rank=rank,
+                doc.uri,
+                plan.prompt.text,
+                plan.cut,
+                anchor,
+                self._options(),
+                first_rank=rank,
                 short=plan.short_text,
-            )  # fmt: skip
+            )
             try:
                 result = await self.live.wait(live.job)
             except GenerationFailed:  # the first suggestion stands; alternatives end here

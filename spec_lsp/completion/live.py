@@ -266,11 +266,12 @@ class Generations:
                 s.total_ms, s.stop_reason, s.method, s.accepted_tokens, s.proposed_tokens,
                 s.gated_rounds, s.draft_lag,
             )  # fmt: skip
-        self.stats.note_prefill(job.future.result().stats)
-        if live.job.future.result().stats.short_window and self.on_short is not None:
+        stats = job.future.result().stats
+        self.stats.note_prefill(stats)
+        if stats.short_window and self.on_short is not None:
             self.on_short(live)
         if live.prefetch:
             return
-        self.stats.record_generation(job.future.result().stats, job.queue_ms)
+        self.stats.record_generation(stats, job.queue_ms)
         if (stop_ms := job.stop_ms) is not None:
             self.stats.latency["stop"].add(stop_ms)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from spec_lsp.completion.anticipate import Anticipation
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
@@ -153,7 +154,7 @@ class CompletionService:
     def model_ready(self) -> None:
         """Called after a (re)load: prompts follow the new model family; the document opened
         last is warmed up (`Anticipation.warm_up`)."""
-        self.planner.configure(self.worker.info, self.options)
+        self.planner.configure(self.worker.info, self._plan_options(self.options))
         self.reuse.clear()
         self.prefetch.clear()
         doc = self.docs.get(self._opened) if self._opened else None
@@ -170,7 +171,12 @@ class CompletionService:
         self.options = options
         self.neighbours.refilter()  # a language turned off, a private pattern added
         loaded = self.planner.prompts is not None
-        self.planner.configure(self.worker.info if loaded else None, options)
+        self.planner.configure(self.worker.info if loaded else None, self._plan_options(options))
+
+    def _plan_options(self, options: Options) -> Options:
+        """The options plans are made with: no short window for a backend that keeps no KV per
+        document (a remote engine's prompt cache is its own), so no keystroke builds one."""
+        return options if self.worker.capabilities.warm_up else replace(options, short_window=0)
 
     def stats_wire(self, model: dict[str, object]) -> dict[str, object]:
         out = self.stats.to_wire(model)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
 from tests.completion.test_prefetch import WarmBackend, drain
-from tests.fakes import URI, service_with, until
+from tests.fakes import URI, ScriptedBackend, service_with, until
 
 LINES = [f"value_{i} = compute({i}, scale=2)" for i in range(600)]  # ~20,000 characters
 TEXT = "\n".join(LINES) + "\n"
@@ -97,3 +97,12 @@ async def test_the_short_window_is_what_the_engine_prefills_in_a_second_and_a_ha
     assert sizes[1] < sizes[0] * 0.4
     service.stats.note_prefill(GenerationStats(prefilled_tokens=8, prefill_ms=800.0))
     assert abs(service.stats.prefill_rate - 80) < 1  # passes under 16 tokens say nothing
+
+
+async def test_a_backend_that_keeps_no_kv_per_document_gets_no_short_window() -> None:
+    backend = ScriptedBackend("x")  # no warm-up capability: a remote engine's kind
+    backend.free_running = True
+    service = await service_with(backend, short_window=64)
+    service.did_open(URI, "python", 1, TEXT)
+    await service.complete(URI, ROW, 3, "utf-16")
+    assert backend.calls[0].short_prompt is None and service.planner.short is None
