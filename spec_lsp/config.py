@@ -121,6 +121,16 @@ SETTINGS: tuple[Setting, ...] = (
         maximum=4096,
     ),
     Setting(
+        "block_tokens",
+        256,
+        "most tokens a whole block generates: for an explicit request, or on a blank line whose "
+        "block has nothing written below it, the suggestion runs to the block's end (where the "
+        "suffix's first line is indented less, or is written again) with this cap instead of "
+        "`maxTokens`; 0: off, `maxTokens` everywhere",
+        minimum=0,
+        maximum=4096,
+    ),
+    Setting(
         "debounce_ms",
         0,
         "server-side debounce in ms; 0: none for the local engine (it stops a superseded "
@@ -209,6 +219,7 @@ class Options:
     preset: str = _D["preset"]  # "coder": the real code pair; "bundled" runs without a fetch
     device: str = _D["device"]
     max_tokens: int = _D["max_tokens"]
+    block_tokens: int = _D["block_tokens"]  # 0: the whole-block rule is off
     debounce_ms: int = _D["debounce_ms"]  # 0: adaptive
     enabled_languages: tuple[str, ...] = _D["enabled_languages"]
     temperature: float = _D["temperature"]

@@ -137,18 +137,21 @@ class KeepAll:
     """A cutter without rules: multi-line, never stops early, trims nothing."""
 
     mode = "multi"
+    block = False  # the whole-block rule never holds
 
     def stop(self, text: str) -> int | None:
         return None
 
-    def trim(self, text: str, growing: bool = False) -> str | None:
+    def trim(self, text: str, growing: bool = False, capped: bool = False) -> str | None:
         return text
 
 
 class PlainSyntax(SyntaxPort):
     """No trimming, multi-line everywhere: the scheduler's behaviour alone."""
 
-    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> KeepAll:  # type: ignore[override]
+    def cutter(  # type: ignore[override]
+        self, uri: str, row: int, col: int, prefix: str, suffix: str, block: str = "off"
+    ) -> KeepAll:
         return KeepAll()
 
 

@@ -84,7 +84,7 @@ def request_for(
     return GenerationRequest(
         prompt=prompt,
         doc_id=uri,
-        max_new_tokens=1 if warm else options.max_tokens,
+        max_new_tokens=1 if warm else cut.max_tokens or options.max_tokens,
         temperature=options.temperature,
         stop_callback=cut.stop,
         cancel=CancelToken(),
@@ -243,7 +243,8 @@ class Generations:
         if live.settled:
             return False
         live.settled = True
-        live.anchor.text = live.cut.trim(result.text) or ""
+        capped = result.stats.stop_reason == "max_tokens"
+        live.anchor.text = live.cut.trim(result.text, capped=capped) or ""
         if self._live.get(live.uri) is live:
             del self._live[live.uri]
         return True

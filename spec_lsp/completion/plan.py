@@ -2,7 +2,8 @@
 
 `Planner.at` builds, for a document (or a text it may come to have: after an accept) and a
 cursor, the prompt (other files' chunks first, `prompt.PromptBuilder`), the syntax layer's rules
-(`Cut`), the answer cache key and the anchor a suggestion is made against. A request, the prefetch
+(`Cut`: with the token cap of the whole-block rule where it holds), the answer cache key and the
+anchor a suggestion is made against. A request, the prefetch
 after an accept, an explicit request's alternatives and a document's warm-up all take their plan
 from here, so each computes exactly what a request at that position would get.
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from spec_lsp.completion.neighbours import Neighbours, markers, render
 from spec_lsp.completion.reuse import Anchor, CacheKey
-from spec_lsp.completion.syntax_port import Cut, SyntaxPort
+from spec_lsp.completion.syntax_port import Block, Cut, SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, split_at
 from spec_lsp.prompt import Prompt, PromptBuilder
@@ -70,11 +71,13 @@ class Planner:
         self.short: PromptBuilder | None = None  # the short windows' (`short_tokens`)
         self.short_tokens = 0
         self._generation: tuple[object, ...] = ()
+        self._block_tokens = 0  # the whole-block rule's cap (0: the rule is off)
         self._rate, self._short_args = prefill_rate, (0, "none", 0, 0)
 
     def configure(self, info: ModelInfo | None, options: Options) -> None:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
-        self._generation = (options.max_tokens, options.speculation)
+        self._generation = (options.max_tokens, options.speculation, options.block_tokens)
+        self._block_tokens = options.block_tokens
         if info is not None:
             self.prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
             self._short_args = (
@@ -113,12 +116,14 @@ class Planner:
         lines: list[str] | None = None,
         remember: bool = True,
         prefill_only: bool = False,
+        invoked: bool = False,
     ) -> Plan | None:
         """The plan at (row, col) of `doc`, or of `lines` (a text the document may come to
         have: its rules come from a scratch copy in the syntax layer); None when nothing is
         suggested there (unless `prefill_only`: a warm-up's prompt is wanted anyway) or no model
         is loaded. `remember=False`: the document's prompt window stays where it was (a plan
-        for a text it may never have)."""
+        for a text it may never have). `invoked`: the user asked (the whole-block rule holds
+        wherever the mode is multi-line, not only where the cursor's block is unwritten)."""
         if self.prompts is None:
             return None
         text_lines = doc.lines if lines is None else lines
@@ -127,7 +132,7 @@ class Planner:
         if lines is not None:
             self.syntax.open(uri, doc.language_id, "\n".join(lines))
         try:
-            cutter = self.syntax.cutter(uri, row, col, prefix, suffix)
+            cutter = self.syntax.cutter(uri, row, col, prefix, suffix, self._block(invoked))
             suggests = cutter.mode != "none"
             context = self.syntax.context(uri, row, col) if suggests or prefill_only else ""
         finally:
@@ -141,8 +146,9 @@ class Planner:
         family = self.prompts.template.family
         marks = markers(family, doc.language_id, chunks, doc.uri) if files else ()
         prompt = replace(prompt, markers=marks)
-        cut = Cut(cutter, prompt.lead, prompt.markers)
-        key = (prompt.text, prompt.lead, cut.mode, *self._generation)
+        cap = self._block_tokens if cutter.block else None  # the block's, else `max_tokens`
+        cut = Cut(cutter, prompt.lead, prompt.markers, cap)
+        key = (prompt.text, prompt.lead, cut.mode, cutter.block, *self._generation)
         short = None
         if self.prompts is not None and remember:
             self._size_short()
@@ -151,6 +157,10 @@ class Planner:
             if short.lead != prompt.lead or short.text == prompt.text:
                 short = None
         return Plan(doc.uri, prompt, cut, key, prefix, suffix, short)
+
+    def _block(self, invoked: bool) -> Block:
+        """Where the whole-block rule may hold (`syntax.block`): nowhere with `blockTokens` 0."""
+        return "off" if self._block_tokens <= 0 else "asked" if invoked else "auto"
 
     def head(self, doc: Document) -> Plan | None:
         """The plan at the furthest cursor whose prompt window starts at the top of `doc`

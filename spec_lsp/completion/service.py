@@ -289,7 +289,7 @@ class CompletionService:
             return rest if self._current(doc, arrival) else self._stale()
         if arrival.gap_ms is None or arrival.gap_ms >= IDLE_MS:
             self.neighbours.settle(keep=doc.uri)  # other files' chunks change only on a pause
-        plan = self.planner.at(doc, *pos)
+        plan = self.planner.at(doc, *pos, invoked=invoked)
         return "" if plan is None else await self._generate(doc, arrival, plan, invoked)
 
     async def _generate(

@@ -24,7 +24,7 @@ from functools import partial
 from typing import TypeVar
 
 from spec_lsp.prompt import unlead
-from spec_lsp.syntax import Cutter, Mode, SyntaxService, cutter_for
+from spec_lsp.syntax import Block, Cutter, Mode, SyntaxService, cutter_for
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,9 @@ class Cut:
     # Lines that mark another file in the prompt (`neighbours.markers`): a model that writes one
     # has gone on to imitate the next file, so the suggestion ends before it.
     markers: tuple[str, ...] = ()
+    # The generation's token cap where the whole-block rule holds (`Planner`: `blockTokens`);
+    # None: the options' `max_tokens`.
+    max_tokens: int | None = None
 
     def _before_marker(self, rest: str) -> int | None:
         """Where the first file marker in `rest` begins (None: no marker)."""
@@ -81,15 +84,16 @@ class Cut:
         keep = self.cutter.stop(rest)
         return None if keep is None else keep + len(self.lead)
 
-    def trim(self, text: str, growing: bool = False) -> str | None:
+    def trim(self, text: str, growing: bool = False, capped: bool = False) -> str | None:
         """The suggestion in the model's `text` (None: nothing to show). `growing`: `text` is
-        the complete lines of a generation that goes on (`Trimmer.trim`)."""
+        the complete lines of a generation that goes on; `capped`: one its token cap stopped
+        (`Trimmer.trim`)."""
         rest = unlead(text, self.lead)
         marker = self._before_marker(rest) if rest and self.markers else None
         if rest and marker is not None:
             rest = rest[:marker]
             growing = False  # the generation's end is decided: the final rules apply
-        return self.cutter.trim(rest, growing) if rest else None
+        return self.cutter.trim(rest, growing, capped) if rest else None
 
 
 class SyntaxPort:
@@ -136,16 +140,18 @@ class SyntaxPort:
         return uri in self._parsed
 
     # -- questions at a cursor ----------------------------------------------------------------
-    def cutter(self, uri: str, row: int, col: int, prefix: str, suffix: str) -> Cutter:
+    def cutter(
+        self, uri: str, row: int, col: int, prefix: str, suffix: str, block: Block = "off"
+    ) -> Cutter:
         """The request's rules at (row, col), built once; `prefix` and `suffix` (the text around
-        the cursor) only serve the fallback."""
+        the cursor) only serve the fallback; `block`: whether the whole-block rule may hold."""
         self._ensure(uri)
         if uri in self._unparsed:
-            return cutter_for("", prefix, suffix)
-        cutter = self._guard("cutter", lambda: self._svc.cutter(uri, row, col))
+            return cutter_for("", prefix, suffix, block=block)
+        cutter = self._guard("cutter", lambda: self._svc.cutter(uri, row, col, block))
         # No language: the syntax layer's own fallback (its language-independent rules), which
         # never raises.
-        return cutter if cutter is not None else cutter_for("", prefix, suffix)
+        return cutter if cutter is not None else cutter_for("", prefix, suffix, block=block)
 
     def region(self, uri: str, first: int, last: int, reach: int) -> tuple[int, int]:
         """Lines first..last of a next edit's region, widened to syntax boundaries within

@@ -7,6 +7,7 @@ and its grammar packages only: nothing of torch, pygls or lsprotocol. An unknown
 the language-independent rules (`cutter.plain_cutter`); nothing here raises on odd input.
 """
 
+from spec_lsp.syntax.block import Block
 from spec_lsp.syntax.cutter import Cutter, cutter_for
 from spec_lsp.syntax.languages import LanguageSpec, spec_for
 from spec_lsp.syntax.service import SyntaxService
@@ -14,6 +15,7 @@ from spec_lsp.syntax.trim import Trimmer
 from spec_lsp.syntax.units import Mode
 
 __all__ = [
+    "Block",
     "Cutter",
     "Mode",
     "LanguageSpec",

@@ -2,7 +2,8 @@
 
 `mode` says whether and how much to complete; `stop(text)` is the engine's stop callback (how
 much of the text to keep, or None to go on); `trim(text)` is the suggestion to show (None: show
-nothing). `stop` and `trim` follow the same rules, so stopping early gives the same suggestion as
+nothing); `block` says whether the whole-block rule holds (`block.py`: the generation may run
+to the block's end). `stop` and `trim` follow the same rules, so stopping early gives the same suggestion as
 trimming after. Neither raises: a bug in the rules falls back to `plain_cutter`, the
 language-independent rules, which is also what an unknown document gets. This module is the one
 place that fallback is defined.
@@ -14,6 +15,7 @@ import logging
 import threading
 from contextlib import AbstractContextManager, nullcontext
 
+from spec_lsp.syntax.block import Block
 from spec_lsp.syntax.languages import PLAIN, spec_for
 from spec_lsp.syntax.trim import Trimmer
 from spec_lsp.syntax.units import Mode
@@ -36,6 +38,7 @@ class Cutter:
         self._lock: AbstractContextManager[object] = lock if lock is not None else nullcontext()
         self._fallback = fallback
         self.mode: Mode = trimmer.mode
+        self.block: bool = trimmer.block
 
     def stop(self, text: str) -> int | None:
         """How much of `text` to keep once the suggestion is complete, else None (go on)."""
@@ -45,34 +48,43 @@ class Cutter:
             log.exception("syntax stop callback failed")
             return self._fallback.stop(text) if self._fallback is not None else None
 
-    def trim(self, text: str, growing: bool = False) -> str | None:
-        """The part of `text` to show at the cursor, or None (`growing`: `Trimmer.trim`)."""
+    def trim(self, text: str, growing: bool = False, capped: bool = False) -> str | None:
+        """The part of `text` to show at the cursor, or None (`growing`, `capped`:
+        `Trimmer.trim`)."""
         try:
             with self._lock:
-                return self._trimmer.trim(text, growing)
+                return self._trimmer.trim(text, growing, capped)
         except Exception:
             log.exception("syntax trim failed")
             if self._fallback is not None:
-                return self._fallback.trim(text, growing)
+                return self._fallback.trim(text, growing, capped)
             kept = text.rstrip()
             return kept if kept.strip() else None
 
 
-def plain_cutter(prefix: str = "", suffix: str = "", mode: Mode | None = None) -> Cutter:
+def plain_cutter(
+    prefix: str = "", suffix: str = "", mode: Mode | None = None, block: Block = "off"
+) -> Cutter:
     """The language-independent rules only (suffix overlap, repetition, bracket balance, the end
     of a block by its indentation; no parse): for an unknown document or language, or when the
     language's own rules fail."""
-    return Cutter(Trimmer(PLAIN, prefix, suffix, mode, parser=None))
+    return Cutter(Trimmer(PLAIN, prefix, suffix, mode, parser=None, block=block))
 
 
 def cutter_for(
-    language_id: str, prefix: str, suffix: str, *, mode: Mode | None = None, comments: bool = True
+    language_id: str,
+    prefix: str,
+    suffix: str,
+    *,
+    mode: Mode | None = None,
+    comments: bool = True,
+    block: Block = "off",
 ) -> Cutter:
     """A cutter for a text-only caller (`spec-lsp trim`, tests): the cursor between `prefix` and
     `suffix` in a document of `language_id` (an LSP languageId or a file name). `mode` overrides
-    the mode decided from the text."""
+    the mode decided from the text; `block`: whether the whole-block rule may hold."""
     try:
-        fallback = plain_cutter(prefix, suffix, mode)
+        fallback = plain_cutter(prefix, suffix, mode, block)
     except Exception:
         log.exception("plain syntax rules failed")
         fallback = plain_cutter(mode=mode)
@@ -80,7 +92,7 @@ def cutter_for(
         spec = spec_for(language_id)
         if spec.name == PLAIN.name:
             return fallback
-        trimmer = Trimmer(spec, prefix, suffix, mode, comments=comments)
+        trimmer = Trimmer(spec, prefix, suffix, mode, comments=comments, block=block)
         return Cutter(trimmer, fallback=fallback)
     except Exception:
         log.exception("syntax rules failed for %s", language_id)

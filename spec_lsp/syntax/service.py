@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from spec_lsp.syntax.block import Block
 from spec_lsp.syntax.context import build_context
 from spec_lsp.syntax.cutter import Cutter, plain_cutter
 from spec_lsp.syntax.document import ParsedDocument
@@ -70,15 +71,16 @@ class SyntaxService:
 
     # -- questions at a cursor ------------------------------------------------------------------
 
-    def cutter(self, uri: str, row: int, col: int) -> Cutter:
+    def cutter(self, uri: str, row: int, col: int, block: Block = "off") -> Cutter:
         """The mode, stop callback and trim at a cursor, built once per request; never None: an
-        unknown document gets the language-independent rules."""
+        unknown document gets the language-independent rules. `block`: whether the whole-block
+        rule may hold (`block.py`)."""
         with self._lock:
             doc = self._docs.get(uri)
             if doc is None:
                 return plain_cutter()
             prefix, suffix = doc.split(row, col)
-            fallback = plain_cutter(prefix, suffix)
+            fallback = plain_cutter(prefix, suffix, block=block)
             if doc.parser is None and doc.spec.name == "plain":
                 return fallback
             try:
@@ -89,6 +91,7 @@ class SyntaxService:
                     tree=doc.tree.copy() if doc.tree is not None else None,  # edits mutate
                     parser=doc.parser,
                     comments=self.complete_in_comments,
+                    block=block,
                 )
             except Exception:
                 log.exception("syntax rules failed at %s:%d:%d", uri, row, col)

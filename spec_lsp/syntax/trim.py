@@ -11,8 +11,10 @@ reason), then:
 Trailing whitespace goes; an empty result is None ("show nothing"). `trim(text, growing=True)`
 is for the complete lines of a generation that goes on (an early answer): last lines that open a
 block stay, though they fail the last two steps, as their bodies are still to come.
-`stop(text)` is the engine's stop callback: the hard cut, as soon as the text that decides it has
-arrived. The final steps above depend only on the text before the cut, so stopping there gives
+`trim(text, capped=True)` is for a generation its token cap stopped: under the whole-block rule
+(`block.py`: an explicit request, or a blank line whose block is unwritten) its last line, cut
+inside, goes first. `stop(text)` is the engine's stop callback: the hard cut, as soon as the text
+that decides it has arrived. The final steps above depend only on the text before the cut, so stopping there gives
 the same suggestion as generating on and trimming after. The result is a prefix of the completion.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from tree_sitter import Parser, Tree
 
+from spec_lsp.syntax.block import Block, applies, block_plan, without_last_line
 from spec_lsp.syntax.cursor import code_of_line, cursor_of, opens_block
 from spec_lsp.syntax.languages import LanguageSpec, new_parser
 from spec_lsp.syntax.lexer import indent_width, scan
@@ -50,7 +53,9 @@ class Trimmer:
         tree: Tree | None = None,
         parser: Parser | None = None,
         comments: bool = True,
+        block: Block = "off",
     ) -> None:
+        """`block`: whether the whole-block rule may hold here (`block.Block`)."""
         self.spec = spec
         self._prefix, self._suffix = prefix, suffix
         self._parser = parser if parser is not None else new_parser(spec)
@@ -61,14 +66,22 @@ class Trimmer:
         where = inside(spec, cursor, self._tree, len(_encode(prefix)) if self._tree else 0)
         self.mode: Mode = mode if mode is not None else mode_of(spec, cursor, where, comments)
         self.plan: CutPlan = make_plan(spec, cursor, self.mode, where.string, prefix, suffix)
+        # The whole-block rule: the block is generated to its end (`block.py`).
+        self.block = applies(block, spec, cursor, self.mode)
+        if self.block:
+            self.plan = block_plan(self.plan, cursor, prefix)
         self._probe: ErrorProbe | None = None
         self._seen = ""  # the text of the previous stop call
 
     # -- the final trim ------------------------------------------------------------------------
 
-    def trim(self, completion: str, growing: bool = False) -> str | None:
+    def trim(self, completion: str, growing: bool = False, capped: bool = False) -> str | None:
         """The suggestion in `completion`. `growing`: it is the complete lines of a generation
-        that goes on (an early answer): last lines that open blocks stay, their bodies to come."""
+        that goes on (an early answer): last lines that open blocks stay, their bodies to come.
+        `capped`: the generation stopped at its token cap (under the whole-block rule its last
+        line, cut inside, goes)."""
+        if capped and self.block and not growing:
+            completion = without_last_line(completion)
         text = self.explain(completion)[0]
         if growing and (headers := self._with_open_headers(completion, text)) is not None:
             return headers

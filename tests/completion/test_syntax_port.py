@@ -18,7 +18,7 @@ class FirstLine:
         self.seen.append(text)
         return text.find("\n") if "\n" in text else None
 
-    def trim(self, text: str, growing: bool = False) -> str | None:
+    def trim(self, text: str, growing: bool = False, capped: bool = False) -> str | None:
         return text.split("\n", 1)[0] or None
 
 

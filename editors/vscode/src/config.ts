@@ -23,6 +23,7 @@ export const SERVER_KEYS = [
   "preset",
   "device",
   "maxTokens",
+  "blockTokens",
   "debounceMs",
   "enabledLanguages",
   "temperature",
