@@ -9,6 +9,9 @@
   over one, so an unlikely draft is worse than none).
 - `HeadDrafter`: a feature draft head (EAGLE-style, `head`) that reads the
   target's own last hidden states, recorded by the target's `ModelState`, and extrapolates them.
+- `IndexDrafter`: the "ngram" source over the shared `copyindex.CopyIndex` (the context, other
+  documents' windows, earlier outputs): proposes as many tokens as the match's calibrated
+  confidence pays for at the measured verify costs (`gate.best_run`), none where it pays nothing.
 
 Method "both" asks the n-gram lookup first and the draft model (or head) when lookup finds
 nothing or stands aside (`gate.plan_round`). A `Proposal` also counts the draft passes it ran
@@ -24,7 +27,9 @@ from typing import Protocol
 import torch
 
 from spec_lsp.engine.cache import DraftState, ModelState, common_prefix_len
+from spec_lsp.engine.copyindex import CopyIndex, Source, walk
 from spec_lsp.engine.gate import AdaptiveK as AdaptiveK  # the draft length: priced in gate.py
+from spec_lsp.engine.gate import best_run
 from spec_lsp.engine.head import HeadState, SpecHead
 from spec_lsp.engine.verify import probs_from_logits
 
@@ -79,6 +84,56 @@ class NgramDrafter:
         generator: torch.Generator | None,
     ) -> Proposal:
         return Proposal(self.lookup(context, k), None, self.name)
+
+
+class IndexDrafter:
+    """One request's lookup in the shared copy index. The document's context source is kept in
+    step with the context (`CopyIndex.sync`); a request without a document (or over a cold
+    file's short window) searches its context privately and adds nothing to the index. Each
+    round's whole walk, proposed or not, is judged against the tokens the target emitted after
+    it (at the next round), which teaches the calibration even the buckets priced out."""
+
+    name = "ngram"
+
+    def __init__(
+        self, index: CopyIndex, doc: str | None, keep: bool, cost: tuple[float, ...], gain: float
+    ) -> None:
+        self.index, self.doc, self.keep = index, doc, keep
+        self.cost, self.min_gain = cost, gain
+        self._private = Source()
+        self._pending: tuple[int, list[tuple[int, int]]] = (0, [])  # (where, the walk's pairs)
+
+    def propose(
+        self,
+        context: list[int],
+        k: int,
+        draft_state: DraftState | None,
+        temperature: float,
+        generator: torch.Generator | None,
+    ) -> Proposal:
+        self._judge(context)
+        if k <= 0:
+            return Proposal([], None, self.name)
+        if self.keep:
+            live = self.index.sync(self.doc, context)
+        else:
+            live = self._private
+            live.sync(context)
+        calibration = self.index.calibration
+        run = walk(self.index.candidates(context, live), calibration, k)
+        self._pending = (len(context), run)
+        n = best_run([calibration.prob(b) for _, b in run], self.cost, self.min_gain)
+        return Proposal([token for token, _ in run[:n]], None, self.name)
+
+    def _judge(self, context: list[int]) -> None:
+        """The previous walk against what the target emitted after it, to the first miss."""
+        start, run = self._pending
+        self._pending = (0, [])
+        for i, (token, b) in enumerate(run[: max(0, len(context) - start)]):
+            hit = context[start + i] == token
+            self.index.calibration.verdict(b, hit)
+            if not hit:
+                break
 
 
 class ModelDrafter:

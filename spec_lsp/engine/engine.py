@@ -29,6 +29,7 @@ from spec_lsp.engine.cache import (
     tokens_for_budget,
     window,
 )
+from spec_lsp.engine.copyindex import LEAD, CopyIndex
 from spec_lsp.engine.decoding import Decoding, emit
 from spec_lsp.engine.drafters import (
     CopyDrafter,
@@ -36,6 +37,7 @@ from spec_lsp.engine.drafters import (
     Drafter,
     HeadDrafter,
     HeadDraftState,
+    IndexDrafter,
     ModelDrafter,
     NgramDrafter,
 )
@@ -83,7 +85,8 @@ class SpecEngine(api.BackendBase):
         self.docs = DocumentStates(self.options.max_docs, max_tokens, kvdisk.for_engine(self))
         # Rewrites (requests with a `reference`) keep their KV apart, one document's window.
         self.rewrites = DocumentStates(REWRITE_DOCS, self.options.context_tokens + 512)
-        self._ngram = NgramDrafter(self.options.ngram_max)
+        self._ngram = NgramDrafter(self.options.ngram_max)  # without the copy index
+        self.copies = CopyIndex(self.options.copy_index_tokens)  # shared by the "ngram" rounds
         self._model_drafter: ModelDrafter | HeadDrafter = (
             HeadDrafter(self.options.head_min_confidence)
             if self.head is not None
@@ -103,6 +106,7 @@ class SpecEngine(api.BackendBase):
         self.docs.forget(cold.short_key(doc_id), save=False)
         self.rewrites.forget(doc_id)
         self.gates.forget(doc_id)
+        self.copies.forget(doc_id)
 
     def encode(self, text: str) -> list[int]:
         ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -145,6 +149,8 @@ class SpecEngine(api.BackendBase):
         finally:
             if request.doc_id is not None and request.reuse_kv:
                 self._store(request).evict(keep=request.doc_id)
+        if request.doc_id is not None and method != "off" and self.options.copy_index_tokens:
+            self.copies.add_output(request.doc_id, prompt[-LEAD:], run.generated)
         stats.total_ms = (time.perf_counter() - t0) * 1000
         decode_s = (stats.total_ms - stats.prefill_ms) / 1000
         stats.tokens_per_s = stats.generated_tokens / decode_s if decode_s > 0 else 0.0
@@ -188,7 +194,7 @@ class SpecEngine(api.BackendBase):
         generator: torch.Generator | None,
     ) -> None:
         """Prefill, then speculative steps until a stop condition or cancellation."""
-        sources = self._sources(run.request, method, len(prompt))
+        sources = self._sources(run.request, method, len(prompt), run.stats.short_window)
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
         if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
             # A draft whose KV lags the prompt sits a request out unless catching up pays.
@@ -302,10 +308,17 @@ class SpecEngine(api.BackendBase):
         if run.request.on_departure is not None:
             run.request.on_departure(index, p)
 
-    def _sources(self, req: GenerationRequest, method: str, start: int) -> list[Source]:
+    def _sources(
+        self, req: GenerationRequest, method: str, start: int, short: bool = False
+    ) -> list[Source]:
         """The drafters a method asks in order, each with its gate: a request's references'
-        copy first (speculative edits), then n-gram lookup, then the draft model."""
-        drafters: dict[str, Drafter] = {"ngram": self._ngram, "draft": self._model_drafter}
+        copy first (speculative edits), then the copy index (or plain n-gram lookup), then the
+        draft model. A short window's context is searched but not kept (a part of the full)."""
+        o, keep = self.options, req.doc_id is not None and not (short or req.reference)
+        lookup: Drafter = self._ngram
+        if o.copy_index_tokens > 0:
+            lookup = IndexDrafter(self.copies, req.doc_id, keep, o.verify_cost, o.min_gain)
+        drafters: dict[str, Drafter] = {"ngram": lookup, "draft": self._model_drafter}
         out: list[Source] = [
             (drafters[s], c) for s, c in self.gates.begin(req.doc_id, method).items()
         ]

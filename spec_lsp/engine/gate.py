@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DECAY = 0.8  # weight of the earlier rounds in the acceptance estimates, after each round
 SOURCES = {"ngram": ("ngram",), "draft": ("draft",), "both": ("ngram", "draft")}
+RUN_FLOOR = 0.3  # without a cost curve, a copy run goes on while its chance stays at least this
 
 
 class AdaptiveK:
@@ -164,6 +165,44 @@ class AdaptiveK:
         return tokens * cost[0] / (self.draft_cost * steps + verify)
 
 
+class IndexK(AdaptiveK):
+    """The copy index's gate: every round may draft up to `k_max`, and it never steps aside.
+    The drafter prices each run itself (`best_run`, from calibrated per-token chances), a
+    lookup costs next to nothing, and a round it prices at nothing decodes plainly."""
+
+    def __init__(self, k_max: int) -> None:
+        super().__init__(k_max, 1, k_max)  # no cost curve: never closed
+
+    def update(self, proposed: int, accepted: int, steps: int = 0) -> None:
+        return None
+
+    def skipped(self, tokens: int) -> None:
+        return None
+
+
+def best_run(probs: list[float], cost: tuple[float, ...], min_gain: float = 1.0) -> int:
+    """How many tokens of a run to propose, `probs[i]` being the chance that token i is accepted
+    given that the ones before it were: the n of the best expected speedup
+
+        (1 + P_1 + ... + P_n) * cost[0] / cost[n],   P_i = probs[0] * ... * probs[i - 1]
+
+    over plain decoding (`AdaptiveK.gain` with a chance per token), 0 when no n reaches
+    `min_gain`. Without a curve (tests): while P_n stays at least `RUN_FLOOR`."""
+    best, best_gain, p, tokens = 0, min_gain, 1.0, 1.0
+    for n, q in enumerate(probs[: len(cost) - 1] if cost else probs, 1):
+        p *= q
+        if not cost:
+            if p < RUN_FLOOR:
+                break
+            best = n
+            continue
+        tokens += p
+        gain = tokens * cost[0] / cost[n]
+        if gain >= best_gain:
+            best, best_gain = n, gain
+    return best
+
+
 def measured_draft_cost(options: EngineOptions, draft: Any) -> float:
     """One draft step, in the unit of `verify_cost`: the option's, else timed now (with a
     curve to weigh it against), else 0 (no curve: no gate)."""
@@ -181,6 +220,8 @@ class Gates:
 
     def make(self, source: str) -> AdaptiveK:
         o = self.options
+        if source == "ngram" and o.copy_index_tokens > 0:
+            return IndexK(o.k_max)  # the copy index prices its own runs
         draft_cost = o.draft_cost if source == "draft" else 0.0
         return AdaptiveK(
             o.k, 1, o.k_max, o.verify_cost, draft_cost, o.min_gain, o.backoff_tokens,

@@ -14,7 +14,9 @@ class EngineOptions:
     method: str = "ngram"  # default drafting method: off | ngram | draft | both
     k: int = 6  # initial draft length
     k_max: int = 12
-    ngram_max: int = 4
+    ngram_max: int = 4  # the plain prompt lookup's longest n-gram (`copy_index_tokens` 0)
+    # The "ngram" source's shared copy index (`copyindex`): its budget; 0: plain prompt lookup
+    copy_index_tokens: int = 131072
     # A draft model's round stops under this top-1 probability (first token too): llama.cpp's
     draft_min_confidence: float = 0.75  # --draft-p-min default, not measured on a real pair here
     head_min_confidence: float = 0.5  # a feature head proposes nothing below this (first token too)

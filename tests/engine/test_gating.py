@@ -139,7 +139,8 @@ def test_a_draft_that_cannot_pay_even_when_always_accepted_is_never_run(target, 
 def test_both_asks_the_ngram_lookup_first_and_the_draft_only_when_it_finds_nothing(
     target, tokenizer
 ) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(target, tokenizer, target, **PAYING)
+    # The plain prompt lookup (`engine._ngram`), which the copy index replaces by default.
+    engine = make_engine(target, tokenizer, target, copy_index_tokens=0, **PAYING)
     plain = run(engine, "off", 60, CODE_PROMPTS[0])
     prompt_len = len(engine.encode(CODE_PROMPTS[0]))
     found: list[bool] = []
