@@ -116,7 +116,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_tokens",
         64,
-        "most tokens one suggestion generates: the one cap (a preset sets none of its own)",
+        "most tokens one suggestion generates (a whole block: `blockTokens`; a preset sets no "
+        "cap of its own)",
         minimum=1,
         maximum=4096,
     ),
@@ -125,8 +126,8 @@ SETTINGS: tuple[Setting, ...] = (
         256,
         "most tokens a whole block generates: for an explicit request, or on a blank line whose "
         "block has nothing written below it, the suggestion runs to the block's end (where the "
-        "suffix's first line is indented less, or is written again) with this cap instead of "
-        "`maxTokens`; 0: off, `maxTokens` everywhere",
+        "suffix's first line is indented less, or is written again) with this cap (`maxTokens` "
+        "where that is more); 0: off, `maxTokens` everywhere",
         minimum=0,
         maximum=4096,
     ),

@@ -77,7 +77,8 @@ class Planner:
     def configure(self, info: ModelInfo | None, options: Options) -> None:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
         self._generation = (options.max_tokens, options.speculation, options.block_tokens)
-        self._block_tokens = options.block_tokens
+        # A block's cap, never under one line's (`maxTokens` may be set above `blockTokens`).
+        self._block_tokens = options.block_tokens and max(options.block_tokens, options.max_tokens)
         if info is not None:
             self.prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
             self._short_args = (

@@ -17,8 +17,9 @@ completion side gives the generation a cap sized for a block instead of one line
   when it is deeper). A blank line at column 0 (every HumanEval hole) otherwise has no
   indentation to go by, and a generation there ran on until the cap;
 - a line that is the suffix's first line ends it too, dropped (`units`' "suffix-repeat");
-- a generation that stopped at the cap ends inside a line: that line is dropped (`capped`), and
-  then any block header left without a body (`trim`'s "header-without-body").
+- a generation that stopped at the cap ends inside a line: that line is dropped (`capped`; not
+  the first line, which is judged as without the rule), and then any block header left without
+  a body (`trim`'s "header-without-body").
 
 This module knows only text: the cursor's lines and the prefix.
 """
@@ -72,8 +73,11 @@ def block_plan(plan: CutPlan, cursor: Cursor, prefix: str) -> CutPlan:
 
 
 def without_last_line(text: str) -> str:
-    """`text` up to its last line break: a generation cut by its token cap ends inside a line."""
-    return text[: text.rfind("\n")] if "\n" in text else ""
+    """`text` up to its last line break (a generation cut by its token cap ends inside a line),
+    when a line with code comes before it; else `text` as it is (the first line, judged as
+    without the rule)."""
+    head = text[: text.rfind("\n")] if "\n" in text else ""
+    return head if head.strip() else text
 
 
 __all__ = ["Block", "applies", "block_plan", "unwritten", "without_last_line"]

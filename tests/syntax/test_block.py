@@ -98,3 +98,10 @@ def test_braces_the_closing_line_of_the_suffix_ends_the_block() -> None:
     block = cutter_for("javascript", prefix, suffix, block="auto")
     assert block.block
     assert block.trim("    log(x);\n    y += x;\n  }\n}\n") == "    log(x);\n    y += x;"
+
+
+def test_a_capped_first_line_is_judged_as_without_the_rule() -> None:
+    """Only lines after a whole one go: a capped answer of one line is trimmed as before."""
+    block = cutter_for("python", "def f(a):\n    return ", "\n", block="asked")
+    assert block.block
+    assert block.trim("a + 1", capped=True) == "a + 1"
