@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib import metadata
 from typing import Any
 
 from spec_lsp import interpreter
@@ -25,6 +24,7 @@ from spec_lsp.commands import (
     serve,
     trim,
 )
+from spec_lsp.version import version
 
 COMMANDS = (complete, models, kernels, doctor, bench, serve, trim, replay, distill)
 
@@ -64,14 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         module.register(sub)
     return parser
-
-
-def version() -> str:
-    """The installed distribution's version (package metadata); "unknown" in a bare checkout."""
-    try:
-        return metadata.version("spec-lsp")
-    except metadata.PackageNotFoundError:
-        return "unknown (not installed: pip install -e .)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,8 @@
 own completion pipeline, with llama-server's `/infill` on the same problems as a peer.
 
 Each problem's document (`opened`: prompt, the empty line of the hole, suffix), languageId python,
-is opened in the `CompletionService` that `spec-lsp complete` uses (`commands.complete.local_service`: a local inference worker, the
-model loaded once for all problems, the server's default options but `prefetch`, which a
+is opened in the `CompletionService` that `spec-lsp complete` uses (`inprocess.local_service`: a
+local inference worker, the model loaded once for all problems, the server's default options but `prefetch`, which a
 one-request document has no use for). The cursor is at the hole, the end of `prompt`; the
 request is an explicitly invoked one (`complete(..., invoked=True)`: the first item an editor
 gets, the whole greedy suggestion, never an early partial answer, so the figures do not depend on
@@ -124,7 +124,7 @@ async def _spec_lsp_rows(
     problems: list[Problem], options: Options, timeout_s: float, log: IO[str]
 ) -> tuple[list[Row], dict[str, Any]]:
     """One row per problem from the server's pipeline, the model loaded once; and its info."""
-    from spec_lsp.commands.complete import LastResultBackend, local_service
+    from spec_lsp.inprocess import LastResultBackend, local_service
 
     recorder = LastResultBackend()
 

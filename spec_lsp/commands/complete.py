@@ -2,8 +2,8 @@
 
 The file is opened in a `CompletionService` with a local inference worker, as an editor's document
 is in the server, so the suggestion is the server's (same prompt, stop callback and trim, and the
-server's default options unless flags change them). `local_service` (the model loaded once, the
-service on it) is also what `bench fim` opens its many documents in.
+server's default options unless flags change them): `inprocess.local_service`, which `bench fim`
+opens its many documents in too.
 """
 
 from __future__ import annotations
@@ -12,17 +12,14 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spec_lsp.config import SPECULATION, Options
-from spec_lsp.engine.api import BackendBase
+from spec_lsp.inprocess import LastResultBackend, local_service
 
 if TYPE_CHECKING:  # imported when the command runs, so `spec-lsp --help` stays fast
-    from spec_lsp.completion import CompletionService, Suggestion
-    from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
+    from spec_lsp.completion import Suggestion
     from spec_lsp.worker import ModelInfo, ProgressFn
 
 
@@ -83,61 +80,6 @@ def check_position(text: str, line: int, col: int) -> None:
     content = lines[line - 1].rstrip("\r\n") if line <= len(lines) else ""
     if not 1 <= col <= len(content) + 1:
         raise SystemExit(f"spec-lsp: column {col} is outside line {line} (1..{len(content) + 1})")
-
-
-class LastResultBackend(BackendBase):
-    """A backend that keeps its last result, for printing the raw text and its stats. It declares
-    no capability (no warm-up, a debounce, no other-files field), as before `Capabilities`."""
-
-    def __init__(self) -> None:
-        self.backend: Backend | None = None
-        self.last: GenerationResult | None = None
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        assert self.backend is not None
-        self.last = self.backend.generate(request)
-        return self.last
-
-    def count_tokens(self, text: str) -> int:
-        assert self.backend is not None
-        return self.backend.count_tokens(text)
-
-    def forget(self, doc_id: str) -> None:
-        if self.backend is not None:
-            self.backend.forget(doc_id)
-
-
-@asynccontextmanager
-async def local_service(
-    options: Options, recorder: LastResultBackend, progress: ProgressFn
-) -> AsyncIterator[tuple[CompletionService | None, ModelInfo, str | None]]:
-    """A `CompletionService` on a local inference worker whose model is loaded once, as the
-    server's is, for the block: (the service, the model's info, None), or (None, the info, the
-    load error) when the model did not load. The worker stops when the block ends."""
-    from spec_lsp.completion import CompletionService
-    from spec_lsp.worker import InferenceWorker, engine_loader
-
-    loop = asyncio.get_running_loop()
-    worker = InferenceWorker(loop)
-    loader = engine_loader(options)
-
-    def load(report: ProgressFn) -> tuple[Backend, ModelInfo]:
-        recorder.backend, info = loader(report)
-        return recorder, info
-
-    loaded = loop.create_future()
-    worker.load(options.preset, load, progress, lambda: loaded.set_result(None))
-    await loaded
-    try:
-        if worker.state != "ready":
-            yield None, worker.info, worker.error
-            return
-        service = CompletionService(worker, options)
-        service.model_ready()
-        yield service, worker.info, None
-    finally:  # the worker's thread ends before the interpreter does (else: a C++ abort at exit)
-        worker.stop()
-        await asyncio.to_thread(worker.join, 30.0)
 
 
 async def complete_file(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spec_lsp.config import Options
+from spec_lsp.version import version
 
 if TYPE_CHECKING:
     from spec_lsp.presets import Preset
@@ -71,8 +72,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def run_checks(in_use: str = Options.preset, every: bool = False) -> list[Check]:
-    from spec_lsp.cli import version
-
     checks = [Check("spec-lsp", "ok", f"{version()}, Python {sys.version.split()[0]}")]
     try:
         import torch

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from spec_lsp import config, presets
-from spec_lsp.commands.complete import LastResultBackend
 from spec_lsp.engine import api, forward, loading, quant
 from spec_lsp.engine.api import (
     CAPABILITY_METHODS,
@@ -23,6 +22,7 @@ from spec_lsp.engine.api import (
     GenerationResult,
     GenerationStats,
 )
+from spec_lsp.inprocess import LastResultBackend
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.remote.llama_server import STOP_TYPES, LlamaServerBackend
 from spec_lsp.remote.openai import FINISH, OpenAIBackend
