@@ -6,6 +6,9 @@ the user's own choice. So:
 - `leave_workspace`: the serving process leaves its working directory for `/` and drops it from
   `sys.path` as it starts serving (its preset file made absolute first); nothing is then looked
   up there (and a hub id is never a workspace folder either way: `engine.origin`).
+- `client_options`: a client's settings merged over the options in force, where a preset is a
+  name (`PRESET_NAME`), never a path, and an invalid value of a field that reloads the models
+  keeps the current one.
 - `client_preset_refusal`: a client may switch to a *local* preset (its models on this machine, no
   remote engine) unless the user allowed more with `spec-lsp serve --allow-client-presets`:
   `remote` (a `[backend]` preset: prompts leave the machine) and `download` (a preset whose models
@@ -19,16 +22,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from spec_lsp.config import Options
+from spec_lsp.config import MODEL_FIELDS, Options, camel, merge
 from spec_lsp.engine import origin
 from spec_lsp.presets import Preset, PresetError, load_preset
 
 KINDS = ("remote", "download")  # what `--allow-client-presets` may allow beyond local presets
 ALLOW_FLAG = "--allow-client-presets"
 NEUTRAL_DIR = os.path.abspath(os.sep)
+# A preset a client names: a name (spec-lsp models list), never a path nor a .toml file.
+PRESET_NAME = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,99}(?<!\.toml)")
 
 # Set once by `serve` from its command line (one user, one process).
 _allowed: frozenset[str] = frozenset()
@@ -80,6 +88,34 @@ def client_preset_refusal(name: str) -> str | None:
         f"unless the server is started with `spec-lsp serve {ALLOW_FLAG} "
         f"{','.join(sorted(refused))}` (or with `--preset {name}`)"
     )
+
+
+def client_options(current: Options, settings: Any) -> tuple[Options, list[str]]:
+    """`merge`, with three guards for the fields that reload the models: an invalid value keeps
+    the current one (merge's fallback to the default would load another model); a preset from
+    a client must be a preset name (spec-lsp models list, or tiny), never a path: a client can
+    pick among the presets the user installed, not point the server at files; and only a local
+    one, unless the user allowed remote or downloading presets (`client_preset_refusal`)."""
+    options, warnings = merge(current, settings)
+    wire = settings if isinstance(settings, Mapping) else {}
+    for name in MODEL_FIELDS:  # an invalid value keeps the models loaded, not the default's
+        key, kept = camel(name), getattr(current, name)
+        if getattr(options, name) != kept and wire.get(key) != getattr(options, name):
+            options = dataclasses.replace(options, **{name: kept})
+            warnings = [w for w in warnings if f"for {key!r}" not in w]
+            warnings.append(
+                f"spec-lsp: invalid value {wire.get(key)!r} for {key!r}; keeping {kept!r}"
+            )
+    if options.preset != current.preset and not PRESET_NAME.fullmatch(options.preset):
+        warnings.append(
+            f"spec-lsp: preset {options.preset!r} refused: a client may name a preset "
+            f"(spec-lsp models list), not a path; keeping {current.preset!r}"
+        )
+        options = dataclasses.replace(options, preset=current.preset)
+    elif options.preset != current.preset and (refusal := client_preset_refusal(options.preset)):
+        warnings.append(f"{refusal}; keeping {current.preset!r}")
+        options = dataclasses.replace(options, preset=current.preset)
+    return options, warnings
 
 
 def leave_workspace(options: Options) -> Options:

@@ -25,7 +25,7 @@ from spec_lsp.engine.sources import (
     tiny_model,
 )
 from spec_lsp.presets import Preset
-from spec_lsp.server import client_options
+from spec_lsp.trust import client_options
 from tests.fuzz.lsp_process import ServerProcess
 
 HUB_ID = "Qwen/Qwen2.5-Coder-1.5B"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import spec_lsp.server as server_module
+import spec_lsp.server.handlers as handlers
 from spec_lsp.commands.serve import leave, setup_logging
 from spec_lsp.config import Options
 from spec_lsp.engine.api import Backend, GenerationRequest, GenerationResult
@@ -66,7 +66,7 @@ def main() -> None:
     setup_logging("INFO", None)
     wait = os.environ.get("SPEC_LSP_TEST_INVOKED_WAIT_S")
     if wait:
-        server_module.INVOKED_LOAD_WAIT_S = float(wait)
+        handlers.INVOKED_LOAD_WAIT_S = float(wait)
     server = build_server(preset="tiny", loader=faulty_loader)
     server.start_io()
     leave(server.exit_code)  # as `spec-lsp serve` ends

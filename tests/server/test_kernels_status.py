@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from spec_lsp.server import _kernels_error
+from spec_lsp.server.language_server import kernels_error
 
 NAME = "spec_lsp.engine.native"
 
@@ -26,14 +26,14 @@ def _module(initializing: bool, failure: str | None = None) -> types.ModuleType:
 
 def test_a_module_still_being_imported_reports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, NAME, _module(initializing=True))
-    assert _kernels_error() is None
+    assert kernels_error() is None
     half = _module(initializing=True, failure="half made")
     monkeypatch.setitem(sys.modules, NAME, half)
-    assert _kernels_error() is None
+    assert kernels_error() is None
 
 
 def test_a_whole_module_reports_its_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, NAME, _module(initializing=False, failure="no compiler"))
-    assert _kernels_error() == "no compiler"
+    assert kernels_error() == "no compiler"
     monkeypatch.delitem(sys.modules, NAME)
-    assert _kernels_error() is None
+    assert kernels_error() is None

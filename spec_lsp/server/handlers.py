@@ -1,0 +1,328 @@
+"""The LSP handlers, one module-level function per method, and the table `build_server` registers.
+
+Each handler is named after the method it serves, takes `(ls, params)` as pygls passes them,
+converts the params (convert.py), calls the client's session (the completion service or next
+edits) and converts back. Everything else (scheduling, prompts, models) lives behind
+`CompletionService`; the initialize order and malformed params are pygls_internals.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls import uris
+from pygls.exceptions import JsonRpcInvalidParams
+
+from spec_lsp.completion import CompletionService, Suggestion
+from spec_lsp.completion.feedback import Feedback
+from spec_lsp.config import Options, settings_section
+from spec_lsp.nextedit import wire as edit_wire
+from spec_lsp.nextedit.service import NextEdits
+from spec_lsp.server.convert import (
+    ACCEPT_COMMAND,
+    lsp_change,
+    lsp_completion_item,
+    lsp_inline_item,
+    param,
+    suggestion_id,
+)
+from spec_lsp.server.language_server import ARRIVAL, LoaderFactory, SpecServer
+from spec_lsp.server.pygls_internals import shutdown_requested
+from spec_lsp.server.session import ClientSession
+from spec_lsp.trust import client_options
+from spec_lsp.worker import InferenceWorker
+
+log = logging.getLogger(__name__)
+
+STATS = "spec-lsp/stats"
+STATUS = "spec-lsp/status"
+DID_SHOW = "spec-lsp/didShowCompletion"
+DID_ACCEPT = "spec-lsp/didAcceptCompletion"
+DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
+DOCUMENT_TEXT = "spec-lsp/documentText"
+DID_MOVE_CURSOR = "spec-lsp/didMoveCursor"
+ALTERNATIVES = 3  # distinct suggestions for an explicit (Invoked) inline request
+EXIT_GRACE_S = 3.0  # after `exit`, the process is ended even if a thread still blocks
+INVOKED_LOAD_WAIT_S = 10.0  # an explicitly invoked request waits this long for a loading model
+
+EVERY_FILE = types.FileOperationRegistrationOptions(
+    filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
+)
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
+    ls.options, warnings = client_options(ls.options, params.initialization_options)
+    if ls.worker is None:  # a shared server's next session keeps the worker and its models
+        ls.worker = InferenceWorker(asyncio.get_running_loop())
+    service = CompletionService(ls.worker, ls.options)
+    ls.set_session(ClientSession(service, NextEdits(service), warnings))
+
+
+async def initialized(ls: SpecServer, params: types.InitializedParams) -> None:
+    session = ls.session
+    for message in session.pending_warnings:
+        ls.warn(message)
+    session.pending_warnings = []
+    await ls.ready_models()
+
+
+def shutdown(ls: SpecServer, params: Any) -> None:
+    if ls.worker is not None and not ls.shared:  # a shared server's models outlive a session
+        ls.worker.stop()
+
+
+def exit_(ls: SpecServer, params: Any) -> None:
+    if ls.shared:  # pygls closes the connection; the transport ends that session only
+        return
+    code = 0 if shutdown_requested(ls.protocol) else 1
+    timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
+
+
+# -- documents and workspace --------------------------------------------------------------------
+def text_document_did_open(ls: SpecServer, params: types.DidOpenTextDocumentParams) -> None:
+    doc = params.text_document
+    ls.session.service.did_open(doc.uri, doc.language_id, doc.version, doc.text)
+
+
+def text_document_did_change(ls: SpecServer, params: types.DidChangeTextDocumentParams) -> None:
+    doc = params.text_document
+    changes = [lsp_change(c) for c in params.content_changes]
+    if not ls.session.service.did_change(doc.uri, doc.version, changes, ls.encoding):
+        log.warning("didChange for a document that is not open: %r", doc.uri)
+
+
+def text_document_did_close(ls: SpecServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.session.service.did_close(params.text_document.uri)
+
+
+def workspace_did_delete_files(ls: SpecServer, params: types.DeleteFilesParams) -> None:
+    for file in params.files:  # other files' context: a file that is gone leaves it
+        ls.session.service.neighbours.drop(file.uri)
+
+
+def workspace_did_rename_files(ls: SpecServer, params: types.RenameFilesParams) -> None:
+    for file in params.files:
+        ls.session.service.neighbours.rename(file.old_uri, file.new_uri)
+
+
+async def workspace_did_change_configuration(
+    ls: SpecServer, params: types.DidChangeConfigurationParams
+) -> None:
+    section = settings_section(params.settings)
+    if section is None:
+        return
+    options, warnings = client_options(ls.options, section)
+    for message in warnings:
+        ls.warn(message)
+    reload = options.model_key() != ls.options.model_key()
+    ls.options = options
+    ls.session.service.set_options(options)
+    if reload:
+        await ls.load_models()
+
+
+def spec_lsp_did_move_cursor(ls: SpecServer, params: Any) -> None:
+    doc, position = param(params, "textDocument"), param(params, "position")
+    uri, version = param(doc, "uri"), param(doc, "version")
+    line, char = param(position, "line"), param(position, "character")
+    if not isinstance(uri, str):
+        return
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (line, char)):
+        return
+    if ls.options.excluded(uris.to_fs_path(uri) or uri):
+        return
+    version = version if isinstance(version, int) and not isinstance(version, bool) else None
+    ls.session.service.did_move_cursor(uri, version, line, char, ls.encoding)
+
+
+def spec_lsp_document_text(ls: SpecServer, params: Any) -> dict[str, Any] | None:
+    uri = param(params, "uri")
+    doc = ls.session.service.docs.get(uri) if isinstance(uri, str) else None
+    return None if doc is None else {"version": doc.version, "text": doc.text}
+
+
+# -- completions and their feedback -------------------------------------------------------------
+async def text_document_inline_completion(
+    ls: SpecServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList:
+    invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    found = await _complete(ls, params.text_document.uri, params.position, invoked)
+    return types.InlineCompletionList(items=[lsp_inline_item(s, params.position) for s in found])
+
+
+async def text_document_completion(
+    ls: SpecServer, params: types.CompletionParams
+) -> types.CompletionList:
+    found = await _complete(ls, params.text_document.uri, params.position)
+    items = [lsp_completion_item(s, params.position) for s in found]
+    return types.CompletionList(is_incomplete=True, items=items)
+
+
+async def _complete(
+    ls: SpecServer, uri: str, position: types.Position, invoked: bool = False
+) -> list[Suggestion]:
+    """`invoked`: the user asked explicitly, so a model still loading is waited for (bounded),
+    and up to `ALTERNATIVES` distinct suggestions come back (the editor cycles them); automatic
+    requests get one, and are answered empty at once while the model loads."""
+    service = ls.session.service
+    if ls.options.excluded(uris.to_fs_path(uri) or uri):
+        return []  # an `exclude` pattern matches the file: no suggestion, no model call
+    arrival = ARRIVAL.get()
+    if invoked and ls.worker is not None and ls.worker.state == "loading":
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ls.loaded.wait(), INVOKED_LOAD_WAIT_S)
+    n = ALTERNATIVES if invoked else 1
+    line, char = position.line, position.character
+    return await service.complete_all(uri, line, char, ls.encoding, arrival, n)
+
+
+def _on_suggestion(ls: SpecServer, params: Any, act: Callable[[Feedback, str], None]) -> None:
+    """`act` on the suggestion whose `id` `params` holds; nothing without one."""
+    if (sid := suggestion_id(params)) is not None:
+        act(ls.session.service.feedback, sid)
+
+
+def did_accept_command(ls: SpecServer, *args: Any) -> None:
+    _on_suggestion(ls, args[0] if args else None, Feedback.did_accept)
+
+
+def spec_lsp_did_show_completion(ls: SpecServer, params: Any) -> None:
+    _on_suggestion(ls, params, Feedback.did_show)
+
+
+def spec_lsp_did_accept_completion(ls: SpecServer, params: Any) -> None:
+    _on_suggestion(ls, params, Feedback.did_accept)
+
+
+def spec_lsp_did_partially_accept_completion(ls: SpecServer, params: Any) -> None:
+    length = param(params, "acceptedLength")
+    if isinstance(length, int):
+        _on_suggestion(ls, params, lambda feedback, sid: feedback.did_partially_accept(sid, length))
+
+
+# -- next edit ----------------------------------------------------------------------------------
+async def text_document_copilot_inline_edit(ls: SpecServer, params: Any) -> dict[str, Any]:
+    request = edit_wire.parse_request(params)
+    if request is None:
+        raise JsonRpcInvalidParams(
+            f"{edit_wire.METHOD} needs textDocument.uri, textDocument.version and position"
+        )
+    return {"edits": await _next_edits(ls, request)}
+
+
+async def _next_edits(ls: SpecServer, request: edit_wire.EditRequest) -> list[dict[str, Any]]:
+    """The next edit at the request's position, as Copilot's clients read it ([] for none)."""
+    uri = request.uri
+    service, next_edits = ls.session.service, ls.session.next_edits
+    if ls.options.excluded(uris.to_fs_path(uri) or uri):
+        return []
+    doc = service.docs.get(uri)
+    pos = None if doc is None else doc.position(request.line, request.character, ls.encoding)
+    if doc is None or pos is None:
+        return []
+    found = await next_edits.suggest(uri, request.version, *pos)
+    if found is None or service.docs.get(uri) is not doc or doc.version != found.version:
+        return []
+    return [edit_wire.to_wire(found, doc, ls.encoding)]
+
+
+def _on_edit(ls: SpecServer, params: Any, act: Callable[[NextEdits, str], None]) -> None:
+    """`act` on the next edit whose id `params` holds; nothing without one."""
+    if (sid := edit_wire.edit_id(params)) is not None:
+        act(ls.session.next_edits, sid)
+
+
+def text_document_did_show_inline_edit(ls: SpecServer, params: Any) -> None:
+    _on_edit(ls, params, NextEdits.did_show)
+
+
+def text_document_did_focus(ls: SpecServer, params: Any) -> None:
+    """Copilot's clients say which document has the focus; nothing to do with it (accepted
+    so that it is not logged as an unknown method at every buffer switch)."""
+
+
+def spec_lsp_did_reject_inline_edit(ls: SpecServer, params: Any) -> None:
+    _on_edit(ls, params, NextEdits.did_reject)
+
+
+def did_accept_inline_edit(ls: SpecServer, *args: Any) -> None:
+    _on_edit(ls, args[0] if args else None, NextEdits.did_accept)
+
+
+# -- what the server says about itself ----------------------------------------------------------
+def spec_lsp_stats(ls: SpecServer, params: Any) -> dict[str, Any]:
+    session, status = ls.session, ls.status()
+    model = {k: status[k] for k in ("preset", "device", "state", "forward", "kernels")}
+    out = session.service.stats_wire(model)
+    out["nextEdit"] = session.next_edits.stats.to_wire()
+    return out
+
+
+def spec_lsp_status(ls: SpecServer, params: Any) -> dict[str, Any]:
+    return ls.status()
+
+
+# -- the registration table ---------------------------------------------------------------------
+# (method, handler, registration options), in the order they are registered.
+FEATURES: tuple[tuple[str, Callable[..., Any], Any], ...] = (
+    (types.INITIALIZE, initialize, None),
+    (types.INITIALIZED, initialized, None),
+    (types.TEXT_DOCUMENT_DID_OPEN, text_document_did_open, None),
+    (types.TEXT_DOCUMENT_DID_CHANGE, text_document_did_change, None),
+    (types.TEXT_DOCUMENT_DID_CLOSE, text_document_did_close, None),
+    (types.WORKSPACE_DID_DELETE_FILES, workspace_did_delete_files, EVERY_FILE),
+    (types.WORKSPACE_DID_RENAME_FILES, workspace_did_rename_files, EVERY_FILE),
+    (
+        types.TEXT_DOCUMENT_INLINE_COMPLETION,
+        text_document_inline_completion,
+        types.InlineCompletionOptions(),
+    ),
+    (types.TEXT_DOCUMENT_COMPLETION, text_document_completion, types.CompletionOptions()),
+    (types.WORKSPACE_DID_CHANGE_CONFIGURATION, workspace_did_change_configuration, None),
+    (DID_SHOW, spec_lsp_did_show_completion, None),
+    (DID_ACCEPT, spec_lsp_did_accept_completion, None),
+    (DID_PARTIALLY_ACCEPT, spec_lsp_did_partially_accept_completion, None),
+    (DID_MOVE_CURSOR, spec_lsp_did_move_cursor, None),
+    (edit_wire.METHOD, text_document_copilot_inline_edit, None),
+    (edit_wire.DID_SHOW, text_document_did_show_inline_edit, None),
+    (edit_wire.DID_FOCUS, text_document_did_focus, None),
+    (edit_wire.DID_REJECT, spec_lsp_did_reject_inline_edit, None),
+    (STATS, spec_lsp_stats, None),
+    (STATUS, spec_lsp_status, None),
+    (DOCUMENT_TEXT, spec_lsp_document_text, None),
+    (types.SHUTDOWN, shutdown, None),
+    (types.EXIT, exit_, None),
+)
+# workspace/executeCommand's commands: (name, handler).
+COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
+    (ACCEPT_COMMAND, did_accept_command),
+    (edit_wire.ACCEPT_COMMAND, did_accept_inline_edit),
+)
+
+
+def build_server(
+    preset: str = Options.preset,
+    device: str = "auto",
+    loader: LoaderFactory | None = None,
+    trust_remote_code: bool = False,
+) -> SpecServer:
+    """The server with every handler of the table registered. `trust_remote_code` comes from the
+    command line only: no client can set it (config.merge ignores it)."""
+    server = SpecServer(preset, device, loader)
+    server.options = dataclasses.replace(server.options, trust_remote_code=trust_remote_code)
+    for method, handler, options in FEATURES:
+        server.feature(method, options)(handler)
+    for name, command in COMMANDS:
+        server.command(name)(command)
+    return server
