@@ -1,4 +1,4 @@
-"""`spec-lsp bench engine|server|syntax|remote|load|fim|next-edit|verify-cost`: the benchmarks' argument parser.
+"""`spec-lsp bench engine|server|syntax|remote|load|fim|blocks|next-edit|verify-cost`: the benchmarks' argument parser.
 
 Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
 when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from spec_lsp.commands.bench_blocks import register_blocks
 from spec_lsp.config import Options
 
 PRESET_HELP = "model pair: a preset name (spec-lsp models list) or a .toml file"
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _register_remote(bsub)
     _register_load(bsub)
     _register_fim(bsub)
+    register_blocks(bsub)
     _register_next_edit(bsub)
     _register_verify_cost(bsub)
 
