@@ -17,97 +17,78 @@ proposed, the candidates that disagree drop out, the others' matches grow by one
 token's chance of acceptance is read from `Calibration`, by (match length, agreement) bucket,
 learned from the target's verdicts with a prior; `gate.best_run` prices the run.
 
-Pure Python and `array`; knows nothing of models, LSP or the completion layer.
+Numpy only; knows nothing of models, LSP or the completion layer.
 """
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 
-ANCHORS = (3, 1)  # table keys: the last 3 tokens (matches of 3 or more), else the last one
+import numpy as np
+
+ANCHOR = 3  # lookups key on the last 3 tokens (matches of 3 or more); else the live context's last
 MAX_MATCH = 32  # a match is measured backwards up to this many tokens
-SCAN = 16  # the most recent positions per key and source a lookup measures
+SCAN = 16  # the most recent hits per source a lookup measures
 OUTPUTS = 8  # outputs kept per document
 LEAD = 8  # tokens of context kept before an output, so that its start can be matched
-Key = tuple[str | None, str]  # (document, "context" | "output:<n>")
+BITS = 21  # token ids below 2**21: three pack exactly into one 63-bit key
+GAP = (1 << BITS) - 1  # between a document's outputs: in no key a query makes
+Key = tuple[str | None, str]  # (document, "context" | "outputs")
+
+
+def _keys(tokens: np.ndarray) -> np.ndarray:
+    """[n]: at index e - 1, the key of the 3 tokens that end at e (-1 for e < 3)."""
+    keys = np.full(len(tokens), -1, dtype=np.int64)
+    if len(tokens) >= ANCHOR:
+        keys[2:] = (tokens[:-2] << (2 * BITS)) | (tokens[1:-1] << BITS) | tokens[2:]
+    return keys
 
 
 class Source:
-    """A token sequence and, per anchor n, the end positions of its n-grams: `tables[i][h]`
-    lists, in increasing order, each end e (n <= e <= len) whose last n tokens hash to h, so
-    that truncating the sequence pops the tail of each list it touches."""
+    """A token sequence and the 3-token key ending at each position, sorted on demand (stably,
+    so each key's positions come in increasing order). Numpy throughout: updating a 1,500-token
+    window costs tens of microseconds, where a dict of positions costs a dict operation a token."""
 
-    __slots__ = ("tokens", "tables")
+    __slots__ = ("tokens", "keys", "_order", "_sorted")
 
     def __init__(self, tokens: list[int] | None = None) -> None:
-        self.tokens = array("q")
-        self.tables: tuple[dict[int, array[int]], ...] = tuple({} for _ in ANCHORS)
-        if tokens:
-            self.extend(tokens)
+        self.tokens = np.asarray(tokens or [], dtype=np.int64) & GAP
+        self.keys = _keys(self.tokens)
+        self._order: np.ndarray | None = None
+        self._sorted = self.keys
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def extend(self, new: list[int]) -> None:
-        tokens = self.tokens
-        for token in new:
-            tokens.append(token)
-            end = len(tokens)
-            for n, table in zip(ANCHORS, self.tables, strict=True):
-                if end >= n:
-                    h = _hash(tokens, end, n)
-                    positions = table.get(h)
-                    if positions is None:
-                        table[h] = array("i", (end,))
-                    else:
-                        positions.append(end)
-
-    def truncate(self, size: int) -> None:
-        tokens = self.tokens
-        for end in range(len(tokens), size, -1):
-            for n, table in zip(ANCHORS, self.tables, strict=True):
-                if end >= n:
-                    h = _hash(tokens, end, n)
-                    positions = table[h]
-                    positions.pop()  # `end`: the largest position left under h
-                    if not positions:
-                        del table[h]
-        del tokens[size:]
-
     def sync(self, tokens: list[int]) -> None:
-        """Holds `tokens`: the common prefix stays indexed, the rest is indexed again."""
-        same = _common_prefix(self.tokens, tokens)
-        if same < len(self.tokens):
-            self.truncate(same)
-        if same < len(tokens):
-            self.extend(tokens[same:])
+        """Holds `tokens`: the keys of the common prefix stay, the tail's are computed again."""
+        new = np.asarray(tokens, dtype=np.int64) & GAP
+        n = min(len(new), len(self.tokens))
+        diff = np.flatnonzero(self.tokens[:n] != new[:n])
+        same = int(diff[0]) if len(diff) else n
+        if same == len(self.tokens) == len(new):
+            return
+        lo = max(0, same - ANCHOR + 1)  # the keys from `same` on read tokens from `lo` on
+        self.keys = np.concatenate([self.keys[:same], _keys(new[lo:])[same - lo :]])
+        self.tokens, self._order = new, None
+
+    def ends(self, key: int) -> np.ndarray:
+        """The end positions, increasing, of the 3-grams whose key is `key`."""
+        if self._order is None:
+            self._order = np.argsort(self.keys, kind="stable")
+            self._sorted = self.keys[self._order]
+        lo, hi = np.searchsorted(self._sorted, [key, key + 1])
+        return self._order[lo:hi] + 1
 
     def nbytes(self) -> int:
-        size = sys.getsizeof(self.tokens)
-        for table in self.tables:
-            size += sys.getsizeof(table) + sum(sys.getsizeof(p) for p in table.values())
-        return size
-
-
-def _hash(tokens: array[int], end: int, n: int) -> int:
-    return tokens[end - 1] if n == 1 else hash(tuple(tokens[end - n : end]))
-
-
-def _common_prefix(a: array[int], b: list[int]) -> int:
-    n, i, step = min(len(a), len(b)), 0, 64
-    while i + step <= n and a[i : i + step].tolist() == b[i : i + step]:
-        i += step
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+        order = self._order.nbytes + self._sorted.nbytes if self._order is not None else 0
+        return self.tokens.nbytes + self.keys.nbytes + order
 
 
 @dataclass
 class Candidate:
-    tokens: array[int]  # the source's
+    tokens: np.ndarray  # the source's
     at: int  # the position of the token this candidate proposes next
     length: int  # tokens matched before `at`
 
@@ -119,6 +100,7 @@ class CopyIndex:
     def __init__(self, budget: int = 131072) -> None:
         self.budget = budget
         self.sources: OrderedDict[Key, Source] = OrderedDict()
+        self.outputs: dict[str | None, list[list[int]]] = {}
         self.calibration = Calibration()
         self.tokens = 0
 
@@ -132,25 +114,27 @@ class CopyIndex:
         return source
 
     def add_output(self, doc: str | None, lead: list[int], output: list[int]) -> None:
-        """A finished generation, after `LEAD` tokens of what preceded it; an output already
-        kept for the document (a prefetch, then the request that took it) is not kept twice."""
-        if not output:
-            return
+        """A finished generation, after `LEAD` tokens of what preceded it, to the document's
+        last `OUTPUTS`; one already kept (a prefetch, then the request that took it) is not
+        kept twice."""
         tokens = lead[-LEAD:] + output
-        kept = [key for key in self.sources if key[0] == doc and key[1].startswith("output")]
-        if any(self.sources[key].tokens.tolist() == tokens for key in kept):
+        kept = self.outputs.setdefault(doc, [])
+        if not output or tokens in kept:
             return
-        for key in kept[: max(0, len(kept) - OUTPUTS + 1)]:
-            self.tokens -= len(self.sources.pop(key))
-        serial = 1 + max((int(key[1].split(":")[1]) for key in kept), default=0)
-        self._put((doc, f"output:{serial}"), Source(tokens))
+        kept[:] = kept[-OUTPUTS + 1 :] + [tokens]
+        joined = [t for out in kept for t in (*out, GAP)]
+        old = self.sources.pop((doc, "outputs"), None)
+        self.tokens -= len(old) if old is not None else 0
+        self._put((doc, "outputs"), Source(joined))
 
     def forget(self, doc: str | None) -> None:
         for key in [key for key in self.sources if key[0] == doc]:
             self.tokens -= len(self.sources.pop(key))
+        self.outputs.pop(doc, None)
 
     def clear(self) -> None:
         self.sources.clear()
+        self.outputs.clear()
         self.tokens = 0
 
     def nbytes(self) -> int:
@@ -162,39 +146,37 @@ class CopyIndex:
         while self.tokens > self.budget and len(self.sources) > 1:
             oldest = next(iter(self.sources))
             self.tokens -= len(self.sources.pop(oldest))
+            if oldest[1] == "outputs":
+                self.outputs.pop(oldest[0], None)
 
     def candidates(self, query: list[int], live: Source) -> list[Candidate]:
         """Where the end of `query` occurs with a continuation, in `live` (the context being
-        decoded, whose own end is no candidate) and in every other source: the longest anchor
-        that matches anywhere, each hit with its match length (at least the anchor's)."""
-        others = [s for s in self.sources.values() if s is not live]
-        for i, n in enumerate(ANCHORS):
-            if len(query) < n:
-                continue
-            h = query[-1] if n == 1 else hash(tuple(query[-n:]))
-            found = []
-            for source in (live, *others):
-                positions = source.tables[i].get(h)
-                if positions is None:
-                    continue
-                tokens = source.tokens
-                for end in positions[-SCAN:]:
-                    if end < len(tokens):
-                        length = _match(query, tokens, end)
-                        if length >= n:
-                            found.append(Candidate(tokens, end, length))
-            if found:
-                return found
+        decoded, whose own end is no candidate) and in every other source, each hit with its
+        match length: hits of the last 3 tokens anywhere, else of the last token in `live`."""
+        if not query:
+            return []
+        back = np.asarray(query[-1 : -MAX_MATCH - 1 : -1], dtype=np.int64) & GAP  # [m] reversed
+        found: list[Candidate] = []
+        if len(query) >= ANCHOR:
+            key = int(_keys(back[ANCHOR - 1 :: -1])[-1])
+            for source in (live, *(s for s in self.sources.values() if s is not live)):
+                ends = source.ends(key)[-SCAN - 1 :]
+                found += _measured(source.tokens, ends[ends < len(source)][-SCAN:], back)
+        if not found:
+            ends = np.flatnonzero(live.tokens[:-1] == back[0])[-SCAN:] + 1
+            found = _measured(live.tokens, ends, back)
+        return found
+
+
+def _measured(tokens: np.ndarray, ends: np.ndarray, back: np.ndarray) -> list[Candidate]:
+    """The hits ending at `ends`, each with how many tokens before it equal `back` (the query's
+    last tokens, last first), up to MAX_MATCH."""
+    if not len(ends):
         return []
-
-
-def _match(query: list[int], tokens: array[int], end: int) -> int:
-    """How many tokens before `end` in `tokens` equal the end of `query` (up to MAX_MATCH)."""
-    most = min(MAX_MATCH, end, len(query))
-    i = 0
-    while i < most and tokens[end - 1 - i] == query[-1 - i]:
-        i += 1
-    return i
+    idx = ends[:, None] - 1 - np.arange(len(back))[None, :]  # [h, m] positions, walking back
+    same = (tokens[np.maximum(idx, 0)] == back[None, :]) & (idx >= 0)
+    lengths = np.cumprod(same, axis=1).sum(axis=1)
+    return [Candidate(tokens, int(e), int(n)) for e, n in zip(ends, lengths, strict=True)]
 
 
 LENGTHS = (1, 2, 4, 8, 16)  # match length buckets: 1, 2, 3-4, 5-8, 9-16, 17 and more
@@ -243,15 +225,19 @@ def walk(candidates: list[Candidate], calibration: Calibration, k: int) -> list[
         votes: dict[int, float] = {}
         longest: dict[int, int] = {}
         for c in candidates:
-            token = c.tokens[c.at]
+            token = int(c.tokens[c.at])
+            if token == GAP:  # the end of one of a document's outputs
+                continue
             votes[token] = votes.get(token, 0.0) + min(c.length, MAX_MATCH) ** 2
             longest[token] = max(longest.get(token, 0), c.length)
+        if not votes:
+            break
         token = max(votes, key=votes.__getitem__)
         share = votes[token] / sum(votes.values())
         run.append((token, bucket(longest[token], share, len(candidates))))
         candidates = [
             Candidate(c.tokens, c.at + 1, c.length + 1)
             for c in candidates
-            if c.tokens[c.at] == token and c.at + 1 < len(c.tokens)
+            if int(c.tokens[c.at]) == token and c.at + 1 < len(c.tokens)
         ]
     return run

@@ -6,7 +6,7 @@ import pytest
 
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.copyindex import (
-    ANCHORS,
+    GAP,
     Calibration,
     CopyIndex,
     Source,
@@ -21,19 +21,17 @@ from .conftest import CODE_PROMPTS, make_engine
 AVX2_CURVE = tuple(10.0 + 4.2 * n for n in range(17))  # a row costs ~0.42 of a one-token pass
 
 
-def table_of(source: Source) -> list[dict[int, list[int]]]:
-    return [{h: list(p) for h, p in t.items()} for t in source.tables]
-
-
 def test_a_synced_source_indexes_exactly_what_a_fresh_one_does() -> None:
     a = [5, 6, 7, 8, 5, 6, 7, 9, 1, 2]
     b = [5, 6, 7, 8, 5, 3, 3, 7, 5, 6, 7]
     source = Source(a)
+    source.ends(0)  # sorted once
     source.sync(b)
     assert source.tokens.tolist() == b
-    assert table_of(source) == table_of(Source(b))
+    assert source.keys.tolist() == Source(b).keys.tolist()
+    assert source.ends(int(Source([5, 6, 7]).keys[-1])).tolist() == [3, 11]
     source.sync([])
-    assert all(not t for t in source.tables)
+    assert len(source.keys) == 0
 
 
 def test_the_longest_match_wins_over_the_most_recent_one() -> None:
@@ -45,14 +43,17 @@ def test_the_longest_match_wins_over_the_most_recent_one() -> None:
     assert [t for t, _ in run] == [50, 51, 52]
 
 
-def test_a_short_anchor_is_used_only_where_no_long_one_matches() -> None:
+def test_one_token_matches_are_looked_for_only_in_the_context_and_only_without_longer_ones() -> (
+    None
+):
     index = CopyIndex()
     index.sync("other", [1, 2, 3, 40, 9, 3, 41])
-    assert ANCHORS == (3, 1)
     found = index.candidates([7, 1, 2, 3], Source([7, 1, 2, 3]))
-    assert [(c.tokens[c.at], c.length) for c in found] == [(40, 3)]
-    found = index.candidates([7, 8, 9, 3], Source([7, 8, 9, 3]))
-    assert sorted((c.tokens[c.at], c.length) for c in found) == [(40, 1), (41, 2)]  # "9 3"
+    assert [(int(c.tokens[c.at]), c.length) for c in found] == [(40, 3)]
+    assert index.candidates([7, 8, 9, 3], Source([7, 8, 9, 3])) == []  # "3", "9 3": too short
+    live = Source([3, 50, 9, 3, 51, 8, 9, 3])
+    found = index.candidates(live.tokens.tolist(), live)
+    assert sorted((int(c.tokens[c.at]), c.length) for c in found) == [(50, 1), (51, 2)]
 
 
 def test_the_context_being_decoded_is_no_candidate_of_itself() -> None:
@@ -68,6 +69,7 @@ def test_the_budget_evicts_the_oldest_sources_and_forget_drops_a_document() -> N
     assert index.tokens <= 100
     assert [key[0] for key in index.sources] == ["doc3", "doc4"]
     index.add_output("doc4", [1, 2], [3, 4, 5])
+    assert ("doc4", "outputs") in index.sources
     index.forget("doc4")
     assert [key[0] for key in index.sources] == ["doc3"]
     assert index.tokens == 40
@@ -79,9 +81,17 @@ def test_outputs_are_kept_once_and_only_the_last_few_per_document() -> None:
     for i in range(12):
         index.add_output("doc", [0], [i, i + 1])
         index.add_output("doc", [0], [i, i + 1])  # the same output again: not kept twice
-    outputs = [k for k in index.sources if k[1].startswith("output")]
-    assert len(outputs) == 8
-    assert index.sources[outputs[-1]].tokens.tolist() == [0, 11, 12]
+    joined = index.sources[("doc", "outputs")].tokens.tolist()
+    assert joined == [t for i in range(4, 12) for t in (0, i, i + 1, GAP)]
+
+
+def test_a_walk_stops_at_the_end_of_an_output() -> None:
+    index = CopyIndex()
+    index.add_output("doc", [1, 2], [3, 4])
+    index.add_output("doc", [9, 9], [9])
+    live = Source([7, 1, 2, 3])
+    run = walk(index.candidates(live.tokens.tolist(), live), index.calibration, 8)
+    assert [t for t, _ in run] == [4]
 
 
 def test_run_length_follows_the_calibrated_chance_of_each_token() -> None:
