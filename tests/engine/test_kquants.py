@@ -241,6 +241,32 @@ def test_the_amx_tiles_give_the_512_bit_paths_bits(kind: str) -> None:
             amx_rows(16)
 
 
+@pytest.mark.skipif(not native.available() or native.vector_bits() != 512, reason="no AVX-512")
+@pytest.mark.parametrize("kind", NEW_KINDS)
+def test_the_wide_tiles_give_the_pair_paths_bits(kind: str) -> None:
+    """Passes of 1 to 40 rows (tiles of 16 and a rest), 13 groups (a last one alone, outside the
+    pairs) and 6 (a padded last group), Q5_0 with an odd number of blocks of 32, through the wide
+    tiles (two groups a zmm) and the pair-of-rows path (`kq_wide_rows`: the fewest rows the wide
+    tiles take), in one process: the same bits, and each row that of a one-row pass."""
+    wide_rows = torch.ops.spec_lsp.kq_wide_rows
+    assert wide_rows(0) == 2
+    gen = torch.Generator().manual_seed(13)
+    for n, k in ((100, 512), (44, 800 if kind == "q5_0" else 768)):
+        layer = BlockLinear(_random_blocks(kind, n, k, 13), k, kind)
+        x = torch.randn(40, k, generator=gen)
+        x[3, :32] = 0
+        singles = torch.cat([layer(x[i : i + 1]) for i in range(x.shape[0])])
+        try:
+            for rows in range(2, 41):
+                wide_rows(2)
+                wide = layer(x[:rows])
+                wide_rows(1 << 30)
+                assert torch.equal(wide, layer(x[:rows])), (n, k, rows)
+                assert torch.equal(wide, singles[:rows]), (n, k, rows)
+        finally:
+            wide_rows(2)
+
+
 @pytest.mark.parametrize("mode", ["avx2", "avx2+vnni", "avx512+vnni"])
 def test_the_narrower_paths_give_the_wider_paths_bits(mode: str, tmp_path: Path) -> None:
     """On a machine with VNNI: the AVX2 path (and, where the default is AVX-512, the 256-bit VNNI

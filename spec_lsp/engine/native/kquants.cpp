@@ -7,6 +7,7 @@
 //   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products, 3 AVX-512 VNNI (zmm),
 //               4 AMX int8 tiles for passes of 16 rows or more, AVX-512 VNNI for fewer
 //   kq_amx_rows(rows) -> the fewest rows the tiles take (16; rows > 0 sets it; -1: no tiles)
+//   kq_wide_rows(rows) -> the fewest rows the 512-bit wide tiles take (2; -1: no AVX-512)
 //
 // kind 0 = Q5_0 (B 32, P 176), 1 = Q4_K (B 256, P 1184), 2 = Q6_K (B 256, P 1680).
 //
@@ -22,7 +23,8 @@
 // 32 sum a. AVX2 adds pairs in 16 bits (maddubs), widened before they could saturate; VNNI
 // (`_mm256_dpbusd`, AVX-VNNI or AVX512-VNNI + VL) adds 4 products into 32 bits at once; with
 // AVX512 F, BW, VL and VNNI (KQ_AVX512), 512-bit registers take two k-steps each (`Steps`) and
-// the float operations of two rows (`Lanes<2>`), in tiles of up to 32 rows. The integers are
+// the float operations of two rows (`Lanes<2>`), in tiles of up to 32 rows; passes of 2 rows or
+// more take the wide tiles instead (two groups, 16 output rows, a zmm: `wide_rows`). The integers are
 // the same whichever instruction computes them and the float operations are the same, lane by
 // lane, in every path, so the plain C++, AVX2, VNNI (256 or 512 bits) and AMX results are bitwise
 // equal (tests/engine/test_kquants.py), and a row's numbers do not depend on M, on the tile of rows
@@ -47,6 +49,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -507,6 +510,220 @@ void group_rows(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t M, float
   }
 }
 
+#ifdef KQ_AVX512
+// -- Wide tiles: two groups (16 output rows) a zmm, one activation row a zmm ------------------
+// The verification passes' path (2 rows or more, under AMX's 16 where there are tiles). Lane l of
+// a zmm is output row l of group g (l < 8) or l - 8 of group g + 1, as in the AMX path, so that
+// one 4-byte broadcast of a row's activations feeds 16 output rows and a row's float chain needs
+// no lane shuffles: per block of 32, 8 dot products and 4-5 vector operations a row, against 8
+// dot products and ~14 operations for the pair-of-rows zmm (`dot_rows2`). The weights of both
+// groups are unpacked once per block for all the tile's rows. The integer sums and the float
+// operations are the other paths', lane by lane: the same bits (tests/engine/test_kquants.py).
+// `kq_wide_rows` sets the fewest rows that take it (2; to compare the paths in one process).
+std::atomic<int64_t> wide_rows_min{2};
+constexpr int WIDE_TILE = 16;  // activation rows per tile (their accumulators stay in registers)
+
+inline __m512i load2(const uint8_t* p, const uint8_t* q) {  // 32 bytes of each group
+  return _mm512_inserti64x4(_mm512_castsi256_si512(load(p)), load(q), 1);
+}
+inline __m512 halves2(const uint8_t* p, const uint8_t* q) {  // 8 fp16 of each group
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)p)),
+      _mm_loadu_si128((const __m128i*)q), 1));
+}
+inline __m128i bytes2(const uint8_t* p, const uint8_t* q) {  // 8 bytes of each group
+  return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i*)p), _mm_loadl_epi64((const __m128i*)q));
+}
+template <int FROM, int TO>
+inline __m512i move_bits(__m512i v) {
+  if constexpr (FROM < TO) return _mm512_slli_epi16(v, TO - FROM);
+  else if constexpr (FROM > TO) return _mm512_srli_epi16(v, FROM - TO);
+  else return v;
+}
+// sum over k < S of w[k] . a[4k .. 4k + 3] per 32-bit lane (exact; two chains, added at the end)
+template <int S>
+inline __m512i wide_dots(const __m512i* w, const int8_t* qa) {
+  __m512i x = _mm512_setzero_si512(), y = _mm512_setzero_si512();
+  for (int k = 0; k < S; k += 2) {
+    int32_t u, v;
+    std::memcpy(&u, qa + 4 * k, 4);
+    std::memcpy(&v, qa + 4 * k + 4, 4);
+    x = _mm512_dpbusd_epi32(x, w[k], _mm512_set1_epi32(u));
+    y = _mm512_dpbusd_epi32(y, w[k + 1], _mm512_set1_epi32(v));
+  }
+  return _mm512_add_epi32(x, y);
+}
+// acc = fma(d_w d_x, float(p), acc): the float chain of every path, 16 lanes
+inline __m512 wide_step(__m512 acc, __m512 dw, float dx, __m512i p) {
+  return _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dx)), _mm512_cvtepi32_ps(p), acc);
+}
+inline void wide_store(__m512 v, float* out, int64_t n0, int64_t N) {
+  store_lanes(_mm512_castps512_ps256(v), out, n0, N);
+  if (n0 + GROUP < N)
+    store_lanes(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), out + GROUP,
+                n0 + GROUP, N);
+}
+
+template <int R>
+void q5_0_wide(const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t r0, float* y,
+               int64_t ldy, int64_t n0, int64_t N) {
+  const __m512i low = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+  __m512 acc[R];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t *blk = wg + b * PACKED[0], *blh = wh + b * PACKED[0];
+    prefetch(blk + 8 * PACKED[0], PACKED[0]);
+    prefetch(blh + 8 * PACKED[0], PACKED[0]);
+    const __m512 dw = halves2(blk, blh);
+    const __m512i hv = load2(blk + Q5_HIGH, blh + Q5_HIGH);
+    __m512i w[8];
+    for (int q = 0; q < 4; ++q) {
+      const __m512i raw = load2(blk + Q5_NIB + 32 * q, blh + Q5_NIB + 32 * q);
+      w[q] = _mm512_and_si512(raw, low);
+      w[q + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+    }
+    w[0] = _mm512_or_si512(w[0], _mm512_and_si512(move_bits<0, 4>(hv), bit4));
+    w[1] = _mm512_or_si512(w[1], _mm512_and_si512(move_bits<1, 4>(hv), bit4));
+    w[2] = _mm512_or_si512(w[2], _mm512_and_si512(move_bits<2, 4>(hv), bit4));
+    w[3] = _mm512_or_si512(w[3], _mm512_and_si512(move_bits<3, 4>(hv), bit4));
+    w[4] = _mm512_or_si512(w[4], _mm512_and_si512(move_bits<4, 4>(hv), bit4));
+    w[5] = _mm512_or_si512(w[5], _mm512_and_si512(move_bits<5, 4>(hv), bit4));
+    w[6] = _mm512_or_si512(w[6], _mm512_and_si512(move_bits<6, 4>(hv), bit4));
+    w[7] = _mm512_or_si512(w[7], _mm512_and_si512(move_bits<7, 4>(hv), bit4));
+    for (int t = 0; t < R; ++t) {
+      const int64_t i = (r0 + t) * a.blocks + b;
+      const __m512i off = _mm512_set1_epi32(16 * (a.sum16[2 * i] + a.sum16[2 * i + 1]));
+      acc[t] = wide_step(acc[t], dw, a.d[i], _mm512_sub_epi32(wide_dots<8>(w, a.q + i * QK), off));
+    }
+  }
+  for (int t = 0; t < R; ++t) wide_store(acc[t], y + (r0 + t) * ldy + n0, n0, N);
+}
+
+template <int R>
+void q4_k_wide(const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t r0, float* y,
+               int64_t ldy, int64_t n0, int64_t N) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t *blk = wg + b * PACKED[1], *blh = wh + b * PACKED[1];
+    prefetch(blk + 2 * PACKED[1], PACKED[1]);
+    prefetch(blh + 2 * PACKED[1], PACKED[1]);
+    const __m512 dw = halves2(blk, blh);
+    for (int c = 0; c < 4; ++c) {
+      __m512i raw[8], w[8];
+      for (int k = 0; k < 8; ++k)
+        raw[k] = load2(blk + Q4K_CODES + 256 * c + 32 * k, blh + Q4K_CODES + 256 * c + 32 * k);
+      for (int half = 0; half < 2; ++half) {
+        const int j = 2 * c + half;
+        for (int k = 0; k < 8; ++k)
+          w[k] = _mm512_and_si512(half ? _mm512_srli_epi16(raw[k], 4) : raw[k], low);
+        const __m512i sc = _mm512_cvtepu8_epi32(bytes2(blk + Q4K_SC + 8 * j, blh + Q4K_SC + 8 * j));
+        for (int t = 0; t < R; ++t) {
+          const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
+          const __m512i p = _mm512_mullo_epi32(wide_dots<8>(w, a.q + i * QK), sc);
+          acc[t] = wide_step(acc[t], dw, a.d[i], p);
+        }
+      }
+    }
+  }
+  // mn = fma(dmin float(m), s_x, mn), a chain of its own (as the AMX path's)
+  for (int t = 0; t < R; ++t) {
+    __m512 mn = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t *blk = wg + b * PACKED[1], *blh = wh + b * PACKED[1];
+      const __m512 dmin = halves2(blk + Q4K_DMIN, blh + Q4K_DMIN);
+      for (int j = 0; j < 8; ++j) {
+        const __m512i m = _mm512_cvtepu8_epi32(bytes2(blk + Q4K_M + 8 * j, blh + Q4K_M + 8 * j));
+        const __m512 dm = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(m));
+        mn = _mm512_fmadd_ps(dm, _mm512_set1_ps(a.s[(r0 + t) * a.blocks + 8 * b + j]), mn);
+      }
+    }
+    wide_store(_mm512_sub_ps(acc[t], mn), y + (r0 + t) * ldy + n0, n0, N);
+  }
+}
+
+template <int R, int T>  // activation block j = 4s + T of a Q6_K super-block (see q6_k_block)
+inline void q6_k_wide_block(const uint8_t* blk, const uint8_t* blh, const __m512i* lv,
+                            const __m512i* hv, int half, int j, __m512 dw, Act a, int64_t r0,
+                            int64_t b, __m512* acc) {
+  const __m512i low = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
+  __m512i w[8];  // q, 0 .. 63
+  for (int k = 0; k < 8; ++k) {
+    const __m512i lo = _mm512_and_si512(half ? _mm512_srli_epi16(lv[k], 4) : lv[k], low);
+    w[k] = _mm512_or_si512(lo, _mm512_and_si512(move_bits<2 * T, 4>(hv[k]), two));
+  }
+  const int64_t sa = Q6K_SC + 8 * (2 * j), sb = sa + 8;
+  const __m512i sca = _mm512_cvtepi8_epi32(bytes2(blk + sa, blh + sa));
+  const __m512i scb = _mm512_cvtepi8_epi32(bytes2(blk + sb, blh + sb));
+  for (int t = 0; t < R; ++t) {
+    const int64_t i = (r0 + t) * a.blocks + 8 * b + j;
+    const int8_t* qa = a.q + i * QK;
+    const __m512i ia =
+        _mm512_sub_epi32(wide_dots<4>(w, qa), _mm512_set1_epi32(32 * a.sum16[2 * i]));
+    const __m512i ib =
+        _mm512_sub_epi32(wide_dots<4>(w + 4, qa + 16), _mm512_set1_epi32(32 * a.sum16[2 * i + 1]));
+    const __m512i p = _mm512_add_epi32(_mm512_mullo_epi32(ia, sca), _mm512_mullo_epi32(ib, scb));
+    acc[t] = wide_step(acc[t], dw, a.d[i], p);
+  }
+}
+
+template <int R>
+void q6_k_wide(const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t r0, float* y,
+               int64_t ldy, int64_t n0, int64_t N) {
+  __m512 acc[R];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t *blk = wg + b * PACKED[2], *blh = wh + b * PACKED[2];
+    prefetch(blk + 2 * PACKED[2], PACKED[2]);
+    prefetch(blh + 2 * PACKED[2], PACKED[2]);
+    const __m512 dw = halves2(blk, blh);
+    for (int s = 0; s < 2; ++s) {
+      __m512i hv[8], lv[8];
+      for (int k = 0; k < 8; ++k) {
+        const int64_t h = Q6K_HIGH + 256 * s + 32 * k, l = Q6K_LOW + 256 * (2 * s) + 32 * k;
+        hv[k] = load2(blk + h, blh + h);
+        lv[k] = load2(blk + l, blh + l);
+      }
+      q6_k_wide_block<R, 0>(blk, blh, lv, hv, 0, 4 * s, dw, a, r0, b, acc);
+      q6_k_wide_block<R, 1>(blk, blh, lv, hv, 1, 4 * s + 1, dw, a, r0, b, acc);
+      for (int k = 0; k < 8; ++k) {
+        const int64_t l = Q6K_LOW + 256 * (2 * s + 1) + 32 * k;
+        lv[k] = load2(blk + l, blh + l);
+      }
+      q6_k_wide_block<R, 2>(blk, blh, lv, hv, 0, 4 * s + 2, dw, a, r0, b, acc);
+      q6_k_wide_block<R, 3>(blk, blh, lv, hv, 1, 4 * s + 3, dw, a, r0, b, acc);
+    }
+  }
+  for (int t = 0; t < R; ++t) wide_store(acc[t], y + (r0 + t) * ldy + n0, n0, N);
+}
+
+template <int R>
+void wide_tile(int kind, const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t r0,
+               float* y, int64_t ldy, int64_t n0, int64_t N) {
+  if (kind == 0) q5_0_wide<R>(wg, wh, nb, a, r0, y, ldy, n0, N);
+  else if (kind == 1) q4_k_wide<R>(wg, wh, nb, a, r0, y, ldy, n0, N);
+  else q6_k_wide<R>(wg, wh, nb, a, r0, y, ldy, n0, N);
+}
+
+template <int... R>
+void wide_rows_of(std::integer_sequence<int, R...>, int rows, int kind, const uint8_t* wg,
+                  const uint8_t* wh, int64_t nb, Act a, int64_t r0, float* y, int64_t ldy,
+                  int64_t n0, int64_t N) {
+  ((rows == R + 1 ? wide_tile<R + 1>(kind, wg, wh, nb, a, r0, y, ldy, n0, N) : void()), ...);
+}
+
+// Rows 0 .. M - 1 against groups g and g + 1 (output rows n0 .. n0 + 15), in tiles of 16 rows
+// and one tile of the rest.
+void wide_rows(int kind, const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t M,
+               float* y, int64_t ldy, int64_t n0, int64_t N) {
+  for (int64_t r0 = 0; r0 < M; r0 += WIDE_TILE)
+    wide_rows_of(std::make_integer_sequence<int, WIDE_TILE>{},
+                 (int)std::min<int64_t>(WIDE_TILE, M - r0), kind, wg, wh, nb, a, r0, y, ldy, n0,
+                 N);
+}
+#endif
+
 #ifdef KQ_AMX
 // -- AMX: 16 activation rows x 16 output rows per tile product -------------------------------
 // TDPBSSD (signed x signed bytes, groups of 4 into int32): C[r][n] += sum_k A[r][k] B[k/4][4n + k%4]
@@ -879,6 +1096,21 @@ at::Tensor kq_mm(const at::Tensor& x_in, const at::Tensor& w, int64_t N, int64_t
   }
   const Act a{qv, dp + Ma * G, sp + Ma * G, up, G};
   float* yv = yp + Ma * N;
+#ifdef KQ_AVX512
+  if (Mv >= wide_rows_min.load() && wide_rows_min.load() > 0) {  // pairs of groups, a zmm each
+    const int64_t groups = w.size(0);
+    at::parallel_for(0, (groups + 1) / 2, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t pair = begin; pair < end; ++pair) {
+        const int64_t g = 2 * pair;
+        if (g + 1 < groups)
+          wide_rows((int)kind, wp + g * gb, wp + (g + 1) * gb, nb, a, Mv, yv, N, g * GROUP, N);
+        else  // a last group alone
+          group_rows((int)kind, wp + g * gb, nb, a, Mv, yv, N, g * GROUP, N);
+      }
+    });
+    return y;
+  }
+#endif
   at::parallel_for(0, w.size(0), 2, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
 #ifdef KQ_AVX2
@@ -952,6 +1184,18 @@ int64_t kq_amx_rows(int64_t rows) {
 #endif
 }
 
+// The fewest rows of a pass that the wide tiles compute (2 unless changed; the AMX tiles take
+// passes from `kq_amx_rows` on); `rows` > 0 sets it (1 << 30: never) and the previous value is
+// returned. -1 where the library has no wide path (no AVX-512 VNNI).
+int64_t kq_wide_rows(int64_t rows) {
+#ifdef KQ_AVX512
+  return rows > 0 ? wide_rows_min.exchange(rows) : wide_rows_min.load();
+#else
+  (void)rows;
+  return -1;
+#endif
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(spec_lsp, m) {
@@ -959,4 +1203,5 @@ TORCH_LIBRARY_FRAGMENT(spec_lsp, m) {
   m.def("kq_dequant(Tensor w, int N, int K, int kind) -> Tensor", &kq_dequant);
   m.def("kq_isa() -> int", &kq_isa);
   m.def("kq_amx_rows(int rows) -> int", &kq_amx_rows);
+  m.def("kq_wide_rows(int rows) -> int", &kq_wide_rows);
 }
