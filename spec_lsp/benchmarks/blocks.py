@@ -14,6 +14,7 @@ forgotten between them). llama-server's row sends the same prefix and suffix to 
 
 Per hole and mode a `fim_exec.Row`; per set and mode pass@1 and why the failures failed: shorter
 than the hole (fewer lines than the hole's own), stopped by the cap, ending on a block header.
+Each row is also logged as it is judged (a `row {json}` line), so a run cut short keeps them.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ async def _spec_lsp_rows(
                 tokens = 0 if stats is None else stats.generated_tokens
                 rows[mode].append(await asyncio.to_thread(row, h, text, tokens, ms, timeout_s))
                 progress(log, mode, rows[mode], len(holes))
+                print("row", json.dumps({"mode": mode, **asdict(rows[mode][-1])}), file=log)
             service.did_close(uri)
         about = {"preset": info.preset, "device": info.device, "drafting": drafting}
     return rows, about
@@ -126,6 +128,7 @@ def _llama_rows(
                 text, tokens, ms = _infill(url, {"prompt": h.prompt, "suffix": h.suffix}, n_predict)
                 rows.append(row(h, text, tokens, ms, timeout_s))
                 progress(log, "llama-server", rows, len(holes))
+                print("row", json.dumps({"mode": "llama", **asdict(rows[-1])}), file=log)
     except (OSError, RuntimeError) as exc:
         print(f"llama-server: failed ({exc}); its rows are left out", file=log)
         return []
