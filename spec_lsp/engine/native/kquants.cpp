@@ -318,9 +318,9 @@ inline void for_rows(F&& f) {
   for (; t < R; ++t) f(std::integral_constant<int, 1>{}, t);
 }
 
-// [p, p + bytes) into L2 ahead of its use: a decode pass streams w from memory (2 blocks ahead,
-// Q5_0 8: a one-row pass over a 151936 x 1536 Q6_K matrix 30.5 -> 20-23 ms, one thread, here).
-// Past the end of w is harmless: a prefetch never faults.
+// [p, p + bytes) into L2 ahead of its use: a decode pass streams w from memory (4 blocks ahead,
+// Q5_0 8; docs/benchmarks.md "Kernels" has what each distance measured). Past the end of w is
+// harmless: a prefetch never faults.
 inline void prefetch(const uint8_t* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char*)(p + o), _MM_HINT_T1);
 }
@@ -402,7 +402,7 @@ void q4_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
   for (int t = 0; t < (R + rows_in<A> - 1) / rows_in<A>; ++t) acc[t] = mn[t] = A{};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[1];
-    prefetch(blk + 2 * PACKED[1], PACKED[1]);
+    prefetch(blk + 4 * PACKED[1], PACKED[1]);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(blk + Q4K_DMIN)));
     for (int c = 0; c < 4; ++c) {
@@ -467,7 +467,7 @@ void q6_k_tile(const uint8_t* wg, int64_t nb, Act a, int64_t r0, float* y, int64
   for (A& v : acc) v = A{};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = wg + b * PACKED[2];
-    prefetch(blk + 2 * PACKED[2], PACKED[2]);
+    prefetch(blk + 4 * PACKED[2], PACKED[2]);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)blk));
     for (int s = 0; s < 2; ++s) {
       __m256i hv[8], lv[8];
@@ -519,9 +519,18 @@ void group_rows(int kind, const uint8_t* wg, int64_t nb, Act a, int64_t M, float
 // dot products and ~14 operations for the pair-of-rows zmm (`dot_rows2`). The weights of both
 // groups are unpacked once per block for all the tile's rows. The integer sums and the float
 // operations are the other paths', lane by lane: the same bits (tests/engine/test_kquants.py).
-// `kq_wide_rows` sets the fewest rows that take it (2; to compare the paths in one process).
+// `kq_wide_rows` sets the fewest rows that take it (2, Q6_K 3; to compare the paths in one process).
+// The blocks are prefetched further ahead than by the other paths (two streams at once).
 std::atomic<int64_t> wide_rows_min{2};
 constexpr int WIDE_TILE = 16;  // activation rows per tile (their accumulators stay in registers)
+// Both groups' blocks `AHEAD` blocks on, each stream into the next pair's group past its end (the
+// groups lie one after the other: group g's block nb + i is group g + 2's block i, 2 groups on).
+template <int KIND, int AHEAD>
+inline void wide_prefetch(const uint8_t* blk, const uint8_t* blh, int64_t b, int64_t nb) {
+  const int64_t on = (AHEAD + (b + AHEAD >= nb ? nb : 0)) * PACKED[KIND];
+  prefetch(blk + on, PACKED[KIND]);
+  prefetch(blh + on, PACKED[KIND]);
+}
 
 inline __m512i load2(const uint8_t* p, const uint8_t* q) {  // 32 bytes of each group
   return _mm512_inserti64x4(_mm512_castsi256_si512(load(p)), load(q), 1);
@@ -572,8 +581,7 @@ void q5_0_wide(const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t 
   for (__m512& v : acc) v = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t *blk = wg + b * PACKED[0], *blh = wh + b * PACKED[0];
-    prefetch(blk + 8 * PACKED[0], PACKED[0]);
-    prefetch(blh + 8 * PACKED[0], PACKED[0]);
+    wide_prefetch<0, 16>(blk, blh, b, nb);
     const __m512 dw = halves2(blk, blh);
     const __m512i hv = load2(blk + Q5_HIGH, blh + Q5_HIGH);
     __m512i w[8];
@@ -607,8 +615,7 @@ void q4_k_wide(const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t 
   for (__m512& v : acc) v = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t *blk = wg + b * PACKED[1], *blh = wh + b * PACKED[1];
-    prefetch(blk + 2 * PACKED[1], PACKED[1]);
-    prefetch(blh + 2 * PACKED[1], PACKED[1]);
+    wide_prefetch<1, 4>(blk, blh, b, nb);
     const __m512 dw = halves2(blk, blh);
     for (int c = 0; c < 4; ++c) {
       __m512i raw[8], w[8];
@@ -675,8 +682,7 @@ void q6_k_wide(const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a, int64_t 
   for (__m512& v : acc) v = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t *blk = wg + b * PACKED[2], *blh = wh + b * PACKED[2];
-    prefetch(blk + 2 * PACKED[2], PACKED[2]);
-    prefetch(blh + 2 * PACKED[2], PACKED[2]);
+    wide_prefetch<2, 4>(blk, blh, b, nb);
     const __m512 dw = halves2(blk, blh);
     for (int s = 0; s < 2; ++s) {
       __m512i hv[8], lv[8];
@@ -1097,7 +1103,9 @@ at::Tensor kq_mm(const at::Tensor& x_in, const at::Tensor& w, int64_t N, int64_t
   const Act a{qv, dp + Ma * G, sp + Ma * G, up, G};
   float* yv = yp + Ma * N;
 #ifdef KQ_AVX512
-  if (Mv >= wide_rows_min.load() && wide_rows_min.load() > 0) {  // pairs of groups, a zmm each
+  // Pairs of groups, a zmm each: from 2 rows (Q6_K from 3: measured slower for 2 rows, where its
+  // wider unpacking outweighs the rows' savings)
+  if (Mv >= std::max<int64_t>(wide_rows_min.load(), kind == 2 ? 3 : 2)) {
     const int64_t groups = w.size(0);
     at::parallel_for(0, (groups + 1) / 2, 1, [&](int64_t begin, int64_t end) {
       for (int64_t pair = begin; pair < end; ++pair) {
