@@ -23,6 +23,11 @@ closed when a request starts sits that request out (`Gates.begin`): it is not pr
 its probe waits for the next request's prefill. A source whose gain stays under `min_gain` even
 at full acceptance never drafts (`can_pay`), and a draft model is then never prefilled.
 
+The copy index (`copyindex`, the "ngram" source by default) is priced differently: its lookup
+costs nothing and it knows a chance for each token it could propose (calibrated by match length
+and agreement), so its gate (`IndexK`) never steps aside and the drafter cuts each run where the
+same gain, with a chance per token instead of one estimate, is best (`best_run`).
+
 Without a measured curve (tests, `measure_verify = false`) there is no gate: k grows after
 fully accepted drafts and shrinks after rejections. `Gates` keeps the state per (document,
 method, source); `plan_round` asks the sources in order (n-gram lookup first for "both") and
