@@ -106,6 +106,14 @@ def recorded(path: Path) -> list[Case]:
     return cases
 
 
+def read_curve(source: str, n: int) -> tuple[float, ...]:
+    if source.startswith("linear:"):
+        ratio = float(source.removeprefix("linear:"))
+        return tuple(1.0 + (ratio - 1.0) / 7 * i for i in range(n))
+    rows = json.loads(Path(source).read_text())["ms"]
+    return tuple(next(iter(rows.values()))[:n])
+
+
 def target_outputs(engine: SpecEngine, texts: list[str], max_new: int) -> list[list[int]]:
     return [
         engine.generate(GenerationRequest(t, max_new_tokens=max_new, method="off")).token_ids
@@ -120,10 +128,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--outputs", help="a JSON file of the target's outputs (kept, reused)")
     parser.add_argument("--records", help="a JSONL file of a replay's generations")
+    parser.add_argument(
+        "--curve",
+        help="the verify-cost curve to price with instead of the one measured at load: a "
+        "`bench verify-cost` JSON file (its first row), or linear:R (8 rows R times one)",
+    )
     args = parser.parse_args(argv)
     from spec_lsp.presets import load_preset_engine
 
     engine = load_preset_engine(args.preset, device="cpu")
+    if args.curve:
+        curve = read_curve(args.curve, engine.options.k_max + 1)
+        engine.options = replace(engine.options, verify_cost=curve)
+        engine.gates = Gates(engine.options)
     texts = [p.text for p in bench_prompts(args.prompts)]
     saved = Path(args.outputs) if args.outputs else None
     if saved is not None and saved.exists():
