@@ -25,7 +25,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from spec_lsp.benchmarks.prompts import bench_prompts
+from spec_lsp.benchmarks.engine_bench import run_engine_mode
+from spec_lsp.benchmarks.prompts import BenchPrompt, bench_prompts
 from spec_lsp.engine.api import GenerationRequest, GenerationStats
 from spec_lsp.engine.copyindex import LEAD, CopyIndex
 from spec_lsp.engine.engine import SpecEngine
@@ -106,6 +107,24 @@ def recorded(path: Path) -> list[Case]:
     return cases
 
 
+def timed(engine: SpecEngine, texts: list[str], max_new: int) -> dict[str, object]:
+    """The engine run for real, back to back: the target alone, then "ngram" and "both" with
+    plain prompt lookup and with the copy index (decode tok/s, and the output checked)."""
+    prompts = [BenchPrompt(str(i), t) for i, t in enumerate(texts)]
+    base = engine.options
+    rows: dict[str, object] = {}
+    reference = run_engine_mode(engine, prompts, "off", max_new)
+    rows["target_only"] = reference.summary(reference.outputs)
+    for method in ("ngram", "both") if engine.draft is not None else ("ngram",):
+        for name, budget in (("prompt_lookup", 0), ("copy_index", base.copy_index_tokens)):
+            engine.options = replace(base, copy_index_tokens=budget)
+            engine.gates, engine.copies = Gates(engine.options), CopyIndex(budget)
+            result = run_engine_mode(engine, prompts, method, max_new)
+            rows[f"{method}_{name}"] = result.summary(reference.outputs)
+    engine.options, engine.gates = base, Gates(base)
+    return rows
+
+
 def read_curve(source: str, n: int) -> tuple[float, ...]:
     if source.startswith("linear:"):
         ratio = float(source.removeprefix("linear:"))
@@ -128,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--outputs", help="a JSON file of the target's outputs (kept, reused)")
     parser.add_argument("--records", help="a JSONL file of a replay's generations")
+    parser.add_argument("--timed", type=int, default=0, help="time the engine on N prompts too")
     parser.add_argument(
         "--curve",
         help="the verify-cost curve to price with instead of the one measured at load: a "
@@ -142,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         engine.options = replace(engine.options, verify_cost=curve)
         engine.gates = Gates(engine.options)
     texts = [p.text for p in bench_prompts(args.prompts)]
+    if args.timed:
+        print(f"timed modes on {args.timed} prompts...", file=sys.stderr)
+        print(json.dumps({"timed": timed(engine, texts[: args.timed], args.max_new_tokens)}))
     saved = Path(args.outputs) if args.outputs else None
     if saved is not None and saved.exists():
         outputs = json.loads(saved.read_text())
