@@ -4,49 +4,31 @@
   scale), the file's bytes interleaved by groups of 8 output rows (`qblocks.pack`), as llama.cpp
   computes them: each row of activations is quantized per block of 32 to int8 (scale max|x| /
   127), a block's dot product is integer multiply-adds, scaled once: `d_w d_x sum(q_w q_x) + m_w
-  d_x sum(q_x)`, 8 output rows in the 8 lanes of a vector. On this project's 2-core AMD EPYC
-  (Zen 1) the bundled target's gate/up product takes 0.066 ms for one token (0.244 ms with the
-  blocks row by row as the file stores them; torch's packed int4 kernel, which unpacks every code
-  to a float, is slower still) and 6.0 ms for a 128-token prefill chunk (11.6 ms in float32).
+  d_x sum(q_x)`, 8 output rows in the 8 lanes of a vector.
 - Products over the GGUF files' K-quants and Q5_0 (`kquants.cpp`, `kblocks`: Q4_K, Q6_K, Q5_0),
   with the same activations and the same 8-row interleave, the file's bytes (Q4_K: +2.8%, its
   6-bit scales as bytes). Where the CPU has VNNI (AVX-VNNI, or AVX512-VNNI with AVX512VL: Intel
   from Sapphire Rapids / Alder Lake, AMD Zen 4) `_mm256_dpbusd_epi32` replaces AVX2's maddubs +
-  madd; Zen 1 keeps AVX2. Measured 2026-12-04 on this project's 2-core KVM "Intel Xeon
-  Processor" (family 6 model 167, Sapphire-Rapids-class flags), one thread, CPU time (the host
-  ran at load 6-9; wall times of 2 threads were scheduling noise), ms for M = 1 / 8 / 128 rows,
-  VNNI | AVX2 | the same matrix as Q4_1:
-  Q4_K 8960 x 1536: 0.30 / 1.22 / 20.8 | 0.35 / 1.52 / 27.8 | Q4_1 0.31 / 1.25 / 22.1;
-  Q6_K 16384 x 1536: 1.11 / 3.40 / 53.6 | 1.44 / 4.42 / 61.3 | Q4_1 0.55 / 2.27 / 41.4;
-  Q5_0 4864 x 896: 0.12 / 0.39 / 6.2 | 0.13 / 0.45 / 8.0 | Q4_1 0.09 / 0.38 / 6.6;
-  Q6_K 151936 x 1536 (191 MB, from memory): 20-23 / 38-41 / 503 (Q8_0: 24.8 / 59.8 / 524,
-  Q4_1: 15.6 / 41.7 / 403); software prefetch took its one-row pass from 30.5 ms.
-  VNNI pays 20-25% for 8 rows and more, nothing for one.
-- Where the CPU has AVX-512 (F, BW, VL) with VNNI, the same packing in 512-bit registers: two
-  k-steps of the 8 rows a zmm (one 8-byte broadcast of the activations feeds both), two rows'
-  sums in one zmm for the float operations, and up to 32 activation rows per unpacked block (the
-  256-bit paths: 4). Measured 2026-12-04 on the same VM (one thread, CPU time, ms for M = 1 / 8 /
-  128, AVX-512 | 256-bit VNNI): Q4_K 8960 x 1536: 0.34-0.41 / 1.19-1.22 / 18.4-18.6 | 0.34 /
-  1.38-1.41 / 23.2-25.2; Q6_K 8960 x 1536: 0.51-0.55 / 1.95-1.98 / 24.0-24.3 | 0.58-0.62 /
-  2.02-2.13 / 31.7-33.2; Q5_0 4864 x 896: 0.12 / 0.38 / 5.4-5.6 | 0.13-0.14 / 0.45-0.48 /
-  6.9-7.3. `SPEC_LSP_KERNELS=avx2+vnni` builds the 256-bit VNNI path there instead (to compare).
+  madd; older CPUs keep AVX2.
+- Where the CPU has AVX-512 (F, BW, VL) with VNNI, 512-bit registers: a one-row pass keeps the
+  256-bit dot products; passes of 2 rows or more (verification; Q6_K from 3) take the wide tiles,
+  two groups (16 output rows) a zmm and one activation row a zmm, the weights of both groups
+  unpacked once per block for up to 16 rows, so a row costs its dot products and a few float
+  operations; the pair-of-rows path (two k-steps of 8 rows a zmm, up to 32 rows per unpacked
+  block) is kept behind `kq_wide_rows` to compare. `SPEC_LSP_KERNELS=avx2+vnni` builds the 256-bit
+  VNNI path there instead.
 - Where the CPU has AMX (amx_tile, amx_int8) too, passes of 16 rows or more (prefill chunks)
   take the block sums from int8 tiles (TDPBSSD: 16 activation rows x 16 output rows a block of
   32), the weights of 16 output rows unpacked once per pass and used by every tile of rows; the
-  float operations stay the 512-bit path's, lane by lane (the same bits). Decoding and
-  verification passes (under 16 rows) keep the 512-bit path. Measured 2026-12-04 on the same VM,
-  one thread, CPU time, the two paths back to back in one process (a 2-thread benchmark ran
-  beside), ms for M = 16 / 32 / 128, AMX | AVX-512: Q4_K 8960 x 1536: 1.46 / 2.33 / 7.4 | 1.83 /
-  3.33 / 13.3; Q6_K 1536 x 8960: 2.28 / 3.57 / 11.6 | 2.57 / 4.70 / 19.5; Q5_0 4864 x 896: 0.33 /
-  0.54 / 1.89 | 0.53 / 1.05 / 4.15 (128 rows: 1.6-2.2x in every run; 16 rows: 1.1-1.7x; a tile
-  for 8 rows: 0.7-1.0x). Prefill of 512 tokens in chunks of 128, one thread: the coder's 1.5B
-  target 73 -> 104 tok/s, its 0.5B draft 247 -> 358 tok/s (the same logits, bitwise).
-  `SPEC_LSP_KERNELS=avx512+vnni` builds the 512-bit path without the tiles (to compare); the
-  tiles need the kernel's permission (Linux 5.16+), asked once: refused, the 512-bit path runs.
+  float operations stay the 512-bit path's, lane by lane (the same bits). Shorter passes keep the
+  512-bit path. `SPEC_LSP_KERNELS=avx512+vnni` builds the 512-bit path without the tiles (to
+  compare); the tiles need the kernel's permission (Linux 5.16+), asked once: refused, the 512-bit
+  path runs.
 - The small operations of a pass, one call each instead of several of torch's ops: RMS norm,
   SiLU(gate) * up, and attention row by row (scores, softmax, values for one query row over
-  exactly the keys it sees; float16 or float32 caches). With the products: a one-token pass
-  35.5 -> 12-17 ms (100-850 cached tokens).
+  exactly the keys it sees; float16 or float32 caches).
+
+What each path and each step measured, per CPU, is in docs/benchmarks.md ("Kernels").
 
 Every output depends on its own row alone, computed in the same order whatever the number of rows
 and whichever thread runs it (fixed accumulation orders; `-ffp-contract=off` so that the compiler
