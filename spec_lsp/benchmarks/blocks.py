@@ -149,25 +149,25 @@ def run_blocks(
     llama_server: str = "auto",
     threads: int | None = None,
     device: str = "auto",
-    spec_lsp: bool = True,
+    modes: tuple[str, ...] = ("before", "after"),
     log: IO[str] = sys.stderr,
 ) -> dict[str, Any]:
-    """The whole report: figures per set and mode, a row per hole per mode (`spec_lsp` False:
-    llama-server's rows only). Raises FimError."""
+    """The whole report: figures per set and mode, a row per hole per mode (`modes`: which of
+    the server's, none for llama-server's rows alone). Raises FimError."""
     holes = _holes(data, humaneval, stdlib, timeout_s, log)
     base = _options(preset, device, max_tokens)
     import torch
 
     if threads is not None:
         torch.set_num_threads(threads)
-    modes = {
+    options = {
         "before": replace(base, block_tokens=0),
         "after": replace(base, block_tokens=block_tokens),
     }
     rows: dict[str, list[Row]] = {}
     about: dict[str, Any] = {"preset": base.preset, "device": device, "drafting": {}}
-    if spec_lsp:
-        rows, about = asyncio.run(_spec_lsp_rows(holes, modes, timeout_s, log))
+    if chosen := {mode: options[mode] for mode in modes}:
+        rows, about = asyncio.run(_spec_lsp_rows(holes, chosen, timeout_s, log))
     caps = {"before": max_tokens, "after": max(block_tokens, max_tokens)}
     if llama_server == "auto" and gguf is not None:
         n = threads or torch.get_num_threads()

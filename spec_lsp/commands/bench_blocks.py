@@ -4,6 +4,7 @@ when the subcommand runs)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from spec_lsp.config import Options
@@ -56,13 +57,21 @@ def register_blocks(bsub: argparse._SubParsersAction) -> None:  # type: ignore[t
     )
     p.add_argument("--threads", type=int, metavar="N", help="torch and llama-server threads")
     p.add_argument(
-        "--no-spec-lsp", action="store_true", help="llama-server's rows only (a separate run)"
+        "--modes",
+        default="before,after",
+        metavar="M,M",
+        help="the server's modes to run (before, after; an empty string: llama-server's only)",
     )
     p.set_defaults(func=cmd_blocks)
 
 
 def cmd_blocks(args: argparse.Namespace) -> int:
     from spec_lsp.benchmarks.blocks import main  # a failed load is a FimError: main says it
+
+    unknown = set(args.modes.split(",")) - {"before", "after", ""}
+    if unknown:
+        print(f"spec-lsp bench blocks: unknown modes {sorted(unknown)}", file=sys.stderr)
+        return 2
 
     return main(
         args.data,
@@ -78,5 +87,5 @@ def cmd_blocks(args: argparse.Namespace) -> int:
         llama_server=args.llama_server,
         threads=args.threads,
         device=args.device,
-        spec_lsp=not args.no_spec_lsp,
+        modes=tuple(m for m in args.modes.split(",") if m),
     )

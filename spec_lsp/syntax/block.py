@@ -12,9 +12,10 @@ So is any position of an explicit request (the user asked: `Block = "asked"`). I
 completion side gives the generation a cap sized for a block instead of one line's worth
 (`Planner`: the `blockTokens` setting), and the trim ends the block where the suffix says it ends:
 
-- the indentation of the suffix's first non-blank line is where the hole ends: a line indented
-  less than it leaves the hole (`level`; the cursor's own indentation, where it has one, is kept
-  when it is deeper). A blank line at column 0 (every HumanEval hole) otherwise has no
+- the indentation of the suffix's first non-blank line is where the hole ends: where the block
+  is unwritten, a line back at that indentation or less (the next `def` beside the suffix's);
+  in the middle of a block, a line indented less than it (`level`; the cursor's own block end,
+  where it is deeper, is kept). A blank line at column 0 (every HumanEval hole) otherwise has no
   indentation to go by, and a generation there ran on until the cap;
 - a line that is the suffix's first line ends it too, dropped (`units`' "suffix-repeat");
 - a generation that stopped at the cap ends inside a line: that line is dropped (`capped`; not
@@ -59,14 +60,15 @@ def applies(block: Block, spec: LanguageSpec, cursor: Cursor, mode: str) -> bool
     return block == "asked" or unwritten(spec, cursor)
 
 
-def block_plan(plan: CutPlan, cursor: Cursor, prefix: str) -> CutPlan:
-    """`plan` with the hole's end where the suffix says it is: on a blank line, a line indented
-    less than the suffix's first non-blank line leaves the hole (its `level`), unless the
-    cursor's block already ends deeper; `header` is that level's header, where `else` and the
-    like continue it."""
+def block_plan(plan: CutPlan, spec: LanguageSpec, cursor: Cursor, prefix: str) -> CutPlan:
+    """`plan` with the hole's end where the suffix says it is, on a blank line: where the block
+    is unwritten (`unwritten`), a line back at the suffix's first line's indentation or less
+    ends it (a new `def` beside the next one); in the middle of a block, a line indented less
+    than that line. Never looser than `plan`'s own end (the cursor's indentation, a header's
+    body); `header` is the new level's header, where `else` and the like continue it."""
     if not cursor.blank_line or cursor.next_line is None or not plan.spec.dedent_ends:
         return plan
-    level = indent_width(cursor.next_line)
+    level = indent_width(cursor.next_line) + (1 if unwritten(spec, cursor) else 0)
     if level <= plan.level:
         return plan
     return replace(plan, level=level, header=_header_indent(prefix, level))

@@ -69,7 +69,7 @@ class Trimmer:
         # The whole-block rule: the block is generated to its end (`block.py`).
         self.block = applies(block, spec, cursor, self.mode)
         if self.block:
-            self.plan = block_plan(self.plan, cursor, prefix)
+            self.plan = block_plan(self.plan, spec, cursor, prefix)
         self._probe: ErrorProbe | None = None
         self._seen = ""  # the text of the previous stop call
 

@@ -41,16 +41,32 @@ def test_an_unwritten_block_gets_the_rule_only_where_it_may_hold() -> None:
     assert not cutter_for("python", "x = ", " + 1\n", block="asked").block  # single-line
 
 
-def test_the_block_ends_below_the_suffixs_first_line_at_column_0() -> None:
+def test_an_unwritten_block_ends_back_at_the_suffixs_indentation_at_column_0() -> None:
     """At column 0 nothing else says where the hole ends: without the rule the generation runs
-    into the next top-level statement."""
+    into what the suffix already holds (a statement beside its first line, the next `def`)."""
     prefix = PREFIX + "        total += x\n"
     raw = "        total *= 2\n    print(total)\nprint('done')\n"
     block = cutter_for("python", prefix, SUFFIX, block="auto")
-    assert block.trim(raw) == "        total *= 2\n    print(total)"
-    assert block.stop(raw) == len("        total *= 2\n    print(total)")
+    assert block.trim(raw) == "        total *= 2"
+    assert block.stop(raw) == len("        total *= 2")
     plain = cutter_for("python", prefix, SUFFIX)
     assert plain.trim(raw) == raw.rstrip()
+
+
+def test_the_next_method_ends_a_methods_unwritten_tail() -> None:
+    prefix = "class A:\n    def f(self):\n        x = 1\n"
+    suffix = "\n    def g(self):\n        return 2\n"
+    raw = "        return x\n\n    def h(self):\n        return 3\n"
+    assert cutter_for("python", prefix, suffix, block="auto").trim(raw) == "        return x"
+
+
+def test_mid_block_the_hole_ends_below_the_suffixs_first_line() -> None:
+    """Asked on a blank line with the block going on below: lines at the suffix's indentation
+    are the hole's, a line indented less leaves it."""
+    prefix, suffix = "def f(a):\n    b = a + 1\n", "\n    return b\n\nx = 1\n"
+    raw = "    c = b * 2\n    b += c\nprint(b)\n"
+    block = cutter_for("python", prefix, suffix, block="asked")
+    assert block.trim(raw) == "    c = b * 2\n    b += c"
 
 
 def test_after_a_header_the_block_is_its_body() -> None:
