@@ -58,6 +58,12 @@ class Source:
         self._order: np.ndarray | None = None
         self._sorted = self.keys
 
+    @classmethod
+    def of(cls, tokens: np.ndarray) -> Source:
+        source = cls()
+        source.tokens, source.keys = tokens, _keys(tokens)
+        return source
+
     def __len__(self) -> int:
         return len(self.tokens)
 
@@ -103,6 +109,10 @@ class CopyIndex:
         self.outputs: dict[str | None, list[list[int]]] = {}
         self.calibration = Calibration()
         self.tokens = 0
+        # Every other document's sources joined in one (GAP between them), so that a lookup
+        # costs the same with 2 documents or 80; rebuilt when one of them changes.
+        self._others: Source | None = None
+        self._others_of: str | None = None  # the document they leave out
 
     def sync(self, doc: str | None, context: list[int]) -> Source:
         """The document's context source, holding `context` (made if new)."""
@@ -129,39 +139,62 @@ class CopyIndex:
 
     def forget(self, doc: str | None) -> None:
         for key in [key for key in self.sources if key[0] == doc]:
-            self.tokens -= len(self.sources.pop(key))
-        self.outputs.pop(doc, None)
+            self._drop(key)
 
     def clear(self) -> None:
         self.sources.clear()
         self.outputs.clear()
-        self.tokens = 0
+        self.tokens, self._others = 0, None
 
     def nbytes(self) -> int:
-        return sum(source.nbytes() for source in self.sources.values())
+        others = self._others.nbytes() if self._others is not None else 0
+        return others + sum(source.nbytes() for source in self.sources.values())
 
     def _put(self, key: Key, source: Source) -> None:
         self.sources[key] = source
         self.tokens += len(source)
+        self._changed(key)
         while self.tokens > self.budget and len(self.sources) > 1:
-            oldest = next(iter(self.sources))
-            self.tokens -= len(self.sources.pop(oldest))
-            if oldest[1] == "outputs":
-                self.outputs.pop(oldest[0], None)
+            self._drop(next(iter(self.sources)))
 
-    def candidates(self, query: list[int], live: Source) -> list[Candidate]:
+    def _drop(self, key: Key) -> None:
+        self.tokens -= len(self.sources.pop(key))
+        if key[1] == "outputs":
+            self.outputs.pop(key[0], None)
+        self._changed(key)
+
+    def _changed(self, key: Key) -> None:
+        if key[0] != self._others_of:
+            self._others = None
+
+    def others(self, doc: str | None) -> Source:
+        """Every source of the other documents, joined."""
+        if self._others is None or self._others_of != doc:
+            parts = [s.tokens for key, s in self.sources.items() if key[0] != doc]
+            gap = np.array([GAP], dtype=np.int64)
+            joined = np.concatenate([t for p in parts for t in (p, gap)]) if parts else gap
+            self._others, self._others_of = Source.of(joined), doc
+        return self._others
+
+    def candidates(self, query: list[int], live: Source, doc: str | None = None) -> list[Candidate]:
         """Where the end of `query` occurs with a continuation, in `live` (the context being
-        decoded, whose own end is no candidate) and in every other source, each hit with its
-        match length: hits of the last 3 tokens anywhere, else of the last token in `live`."""
+        decoded, whose own end is no candidate), the document's other sources and the other
+        documents' (`SCAN` hits each, `4 * SCAN` in the others), each hit with its match
+        length: hits of the last 3 tokens anywhere, else of the last token in `live`."""
         if not query:
             return []
         back = np.asarray(query[-1 : -MAX_MATCH - 1 : -1], dtype=np.int64) & GAP  # [m] reversed
         found: list[Candidate] = []
         if len(query) >= ANCHOR:
             key = int(_keys(back[ANCHOR - 1 :: -1])[-1])
-            for source in (live, *(s for s in self.sources.values() if s is not live)):
-                ends = source.ends(key)[-SCAN - 1 :]
-                found += _measured(source.tokens, ends[ends < len(source)][-SCAN:], back)
+            own = [s for k, s in self.sources.items() if k[0] == doc and s is not live]
+            for scan, source in (
+                (SCAN, live),
+                *((SCAN, s) for s in own),
+                (4 * SCAN, self.others(doc)),
+            ):
+                ends = source.ends(key)[-scan - 1 :]
+                found += _measured(source.tokens, ends[ends < len(source)][-scan:], back)
         if not found:
             ends = np.flatnonzero(live.tokens[:-1] == back[0])[-SCAN:] + 1
             found = _measured(live.tokens, ends, back)

@@ -120,7 +120,7 @@ class IndexDrafter:
             live = self._private
             live.sync(context)
         calibration = self.index.calibration
-        run = walk(self.index.candidates(context, live), calibration, k)
+        run = walk(self.index.candidates(context, live, self.doc), calibration, k)
         self._pending = (len(context), run)
         n = best_run([calibration.prob(b) for _, b in run], self.cost, self.min_gain)
         return Proposal([token for token, _ in run[:n]], None, self.name)

@@ -59,7 +59,7 @@ def test_one_token_matches_are_looked_for_only_in_the_context_and_only_without_l
 def test_the_context_being_decoded_is_no_candidate_of_itself() -> None:
     index = CopyIndex()
     live = index.sync("doc", [1, 2, 3])
-    assert index.candidates([1, 2, 3], live) == []
+    assert index.candidates([1, 2, 3], live, "doc") == []
 
 
 def test_the_budget_evicts_the_oldest_sources_and_forget_drops_a_document() -> None:
@@ -169,3 +169,18 @@ def test_a_request_without_a_document_or_with_copy_index_off_adds_nothing(
     off = make_engine(target, tokenizer, copy_index_tokens=0)
     off.generate(GenerationRequest(CODE_PROMPTS[0], doc_id="d", max_new_tokens=16, method="ngram"))
     assert off.copies.sources == {}
+
+
+def test_other_documents_are_joined_once_and_joined_again_only_when_one_of_them_changes() -> None:
+    index = CopyIndex()
+    index.sync("b", [1, 2, 3, 4, 5])
+    index.add_output("b", [1, 2], [3, 9])
+    live = index.sync("a", [7, 1, 2, 3])
+    found = index.candidates([7, 1, 2, 3], live, "a")
+    assert sorted(int(c.tokens[c.at]) for c in found) == [4, 9]
+    joined = index.others("a")
+    index.sync("a", [7, 1, 2, 3, 4])  # the live document's own changes: the others stay joined
+    assert index.others("a") is joined
+    index.sync("b", [1, 2, 3, 6])
+    assert index.others("a") is not joined
+    assert 6 in index.others("a").tokens.tolist() and 7 not in index.others("a").tokens.tolist()
