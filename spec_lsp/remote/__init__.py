@@ -11,6 +11,8 @@ reads a preset's `[backend]` table. This room imports httpx and the torch-free `
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from spec_lsp.remote.spec import RemoteSpec, RemoteSpecError, parse_backend
@@ -21,12 +23,13 @@ if TYPE_CHECKING:
 __all__ = ["RemoteSpec", "RemoteSpecError", "connect", "parse_backend"]
 
 
-def connect(spec: RemoteSpec) -> RemoteBackend:
-    """The backend for a remote spec (no request is sent until the first generation)."""
+def connect(spec: RemoteSpec, clock: Callable[[], float] = time.monotonic) -> RemoteBackend:
+    """The backend for a remote spec (no request is sent until the first generation); `clock`
+    times its back-off after a failure (`health.Health`)."""
     if spec.kind == "llama-server":
         from spec_lsp.remote.llama_server import LlamaServerBackend
 
-        return LlamaServerBackend(spec)
+        return LlamaServerBackend(spec, clock)
     from spec_lsp.remote.openai import OpenAIBackend
 
-    return OpenAIBackend(spec)
+    return OpenAIBackend(spec, clock)

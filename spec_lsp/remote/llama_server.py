@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -72,8 +74,8 @@ def split_fim(prompt: str, family: str) -> tuple[str, str, str] | None:
 class LlamaServerBackend(RemoteBackend):
     label = "llama-server"
 
-    def __init__(self, spec: RemoteSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: RemoteSpec, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(spec, clock)
         self.slots = Slots(spec.slots)
         self._files: dict[str, tuple[str, FileChunks]] = {}  # doc id -> (rendered head, chunks)
         self.capabilities = Capabilities(

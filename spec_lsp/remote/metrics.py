@@ -140,6 +140,15 @@ class MetricsPoller:
         self._stopped.set()
         self._due.set()
 
+    def join(self, timeout: float | None = None) -> bool:
+        """Waits for the polling thread to end (after `stop()`, once a poll in flight returns);
+        True when none runs. What the thread would have polled is then all counted."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
+
     def _run(self) -> None:
         while not self._stopped.is_set():
             if not self._due.wait(IDLE_EXIT_S):

@@ -13,6 +13,8 @@ does not import; the budget in `spec_lsp.prompt` is in characters anyway).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from spec_lsp.engine.api import Capabilities, GenerationRequest, GenerationStats, StopReason
@@ -26,8 +28,8 @@ MAX_STOPS = 4  # the OpenAI API takes at most four stop sequences
 class OpenAIBackend(RemoteBackend):
     label = "openai-compatible"
 
-    def __init__(self, spec: RemoteSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: RemoteSpec, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(spec, clock)
         # No other-files field in the API, and no prompt-only warm-ups (vLLM's prefix cache
         # keeps what a closed stream prefilled: docs/deploy.md).
         self.capabilities = Capabilities(status=True, engine_stats=True)

@@ -23,7 +23,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -73,9 +73,10 @@ class RemoteBackend(BackendBase):
 
     label = "remote"
 
-    def __init__(self, spec: RemoteSpec) -> None:
+    def __init__(self, spec: RemoteSpec, clock: Callable[[], float] = time.monotonic) -> None:
         self.spec = spec
-        self.health = Health(f"{self.label} at {spec.base_url}")
+        # `clock`: when a failure's back-off ends (`Health`); a test passes its own to step it.
+        self.health = Health(f"{self.label} at {spec.base_url}", clock=clock)
         self.device = "remote"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None

@@ -5,8 +5,10 @@ two good ones), "reset" (the connection dropped mid-stream), "slow" (no chunk fo
 Each request's body is kept, and `closed` counts streams the client closed before their end.
 `prefill_s`: silence before a stream's first chunk (a prompt being evaluated). A non-streamed
 request (`stream: false`, the backend's prompt-only warm-up) is answered as llama-server does, one
-JSON object, after `warm_delay_s`, or HTTP 503 when `warm_mode` is "5xx"; `warm_bodies` keeps them
-and `warm_done` counts those answered.
+JSON object, after `warm_delay_s` (or once `warm_gate` is set, when a test holds warm-ups in
+flight), or HTTP 503 when `warm_mode` is "5xx"; `warm_bodies` keeps them and `warm_done` counts
+those answered. `hold_after` n: a stream stops after its n-th chunk until `released` is set (a
+chunk the engine has not sent yet, for as long as the test needs).
 `GET /metrics` answers `metrics` (Prometheus text), or 501 as llama-server without `--metrics`
 when it is None.
 """
@@ -19,6 +21,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+WAIT_S = 30.0  # a bound on every wait, never a measured time
 
 
 class FakeEngine:
@@ -38,6 +42,9 @@ class FakeEngine:
         self.warm_mode = "ok"
         self.warm_bodies: list[dict[str, Any]] = []
         self.warm_done = 0
+        self.warm_gate: threading.Event | None = None
+        self.hold_after: int | None = None
+        self.released = threading.Event()
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -60,6 +67,8 @@ class FakeEngine:
                 if body.get("stream") is False:
                     engine.warm_bodies.append(body)
                     time.sleep(engine.warm_delay_s)
+                    if engine.warm_gate is not None:
+                        engine.warm_gate.wait(WAIT_S)
                     if engine.warm_mode == "5xx":
                         self._json({"error": "overloaded"}, 503)
                         return
@@ -98,6 +107,9 @@ class FakeEngine:
         self._thread.start()
 
     def stop(self) -> None:
+        self.released.set()  # a held stream or warm-up ends
+        if self.warm_gate is not None:
+            self.warm_gate.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -141,6 +153,8 @@ class FakeEngine:
                 last = i == len(self.pieces) - 1
                 self._write(h, f"data: {json.dumps(self._chunk(piece, last))}\n\n".encode())
                 sent += 1
+                if sent == self.hold_after:
+                    self.released.wait(WAIT_S)
                 time.sleep(self.delay_s)
             if self.flavor == "openai" and self.mode == "ok":
                 usage = {"prompt_tokens": 10, "completion_tokens": sent}
@@ -160,6 +174,19 @@ class FakeEngine:
         if end:
             h.wfile.write(b"0\r\n\r\n")
         h.wfile.flush()
+
+
+class Clock:
+    """A clock that moves only when the test says (`connect(spec, clock=...)`, `Health`)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def wait_until(predicate: object, timeout: float = 5.0) -> bool:

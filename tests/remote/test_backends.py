@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 
-from spec_lsp.engine.api import CancelToken, GenerationRequest
+from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.remote import RemoteSpec, connect, parse_backend
 from spec_lsp.remote.llama_server import split_fim
 from spec_lsp.remote.stream import RemoteBackend
-from tests.remote.fake_engine import FakeEngine, wait_until
+from tests.remote.fake_engine import WAIT_S, Clock, FakeEngine, wait_until
 
 PIECES = ["def", " add", "(a", ", b", "):", "\n", "    return", " a", " +", " b", "\n"] * 3
 
@@ -24,9 +23,11 @@ def engine() -> Iterator[FakeEngine]:
     fake.stop()
 
 
-def backend_for(fake: FakeEngine, kind: str = "llama-server", fim: str = "none") -> RemoteBackend:
+def backend_for(
+    fake: FakeEngine, kind: str = "llama-server", fim: str = "none", clock: Clock | None = None
+) -> RemoteBackend:
     spec = RemoteSpec(kind=kind, url=fake.url, model="m", read_timeout_s=1.0, fim=fim)
-    return connect(spec)
+    return connect(spec) if clock is None else connect(spec, clock)
 
 
 def test_llama_server_streams_a_completion_with_engine_stats(engine: FakeEngine) -> None:
@@ -94,35 +95,35 @@ def test_stop_string_cuts_and_closes(engine: FakeEngine) -> None:
 
 
 def test_cancel_closes_the_request_within_one_chunk(engine: FakeEngine) -> None:
-    engine.delay_s = 0.2
+    engine.hold_after = 1  # the second chunk is not sent until the test says
     token = CancelToken()
     streamed: list[str] = []
     request = GenerationRequest("p", cancel=token, on_text=streamed.append)
-    backend = backend_for(engine)
-    done: list[float] = []
-
-    def run() -> None:
-        backend.generate(request)
-        done.append(time.perf_counter())
-
-    thread = threading.Thread(target=run)
+    results: list[GenerationResult] = []
+    thread = threading.Thread(target=lambda: results.append(backend_for(engine).generate(request)))
     thread.start()
-    assert wait_until(lambda: streamed, timeout=3.0)
-    cancelled_at = time.perf_counter()
+    assert wait_until(lambda: streamed, timeout=WAIT_S)
     token.cancel()
-    thread.join(2)
-    assert done and (done[0] - cancelled_at) < 0.1  # well within one 200 ms chunk
-    assert wait_until(lambda: engine.sent, timeout=3.0) and engine.sent[0] <= 3
+    thread.join(WAIT_S)
+    # It came back while the engine still held its next chunk: not a chunk later.
+    assert results and not engine.released.is_set()
+    assert results[0].cancelled and results[0].text == PIECES[0]
+    engine.released.set()
+    assert wait_until(lambda: engine.sent, timeout=WAIT_S) and engine.sent[0] < len(PIECES)
 
 
 def test_cancel_during_a_silent_prefill_is_immediate(engine: FakeEngine) -> None:
-    engine.mode = "slow"
+    engine.mode = "slow"  # no chunk for 30 s, past the backend's 1 s read timeout
     token = CancelToken()
-    threading.Timer(0.2, token.cancel).start()
-    start = time.perf_counter()
+
+    def keystroke() -> None:
+        wait_until(lambda: engine.bodies, timeout=WAIT_S)
+        token.cancel()
+
+    threading.Thread(target=keystroke, daemon=True).start()
     result = backend_for(engine).generate(GenerationRequest("p", cancel=token))
-    assert result.cancelled and result.text == ""
-    assert time.perf_counter() - start < 0.5
+    # Cancelled, not timed out: it came back before the 1 s read timeout could fire.
+    assert result.cancelled and result.text == "" and result.stats.stop_reason == "cancelled"
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,8 @@ def test_cancel_during_a_silent_prefill_is_immediate(engine: FakeEngine) -> None
 def test_failures_are_empty_with_a_reason_then_recover(
     engine: FakeEngine, mode: str, words: str
 ) -> None:
-    backend = backend_for(engine)
+    clock = Clock()
+    backend = backend_for(engine, clock=clock)
     engine.mode = mode
     result = backend.generate(GenerationRequest("p"))
     assert (result.text, result.stats.stop_reason) == ("", "error")
@@ -140,10 +142,11 @@ def test_failures_are_empty_with_a_reason_then_recover(
     assert status["available"] is False and words in str(status["message"])
     # Backing off: the next request is answered at once without reaching the engine.
     calls = len(engine.bodies)
+    clock.advance(0.49)
     assert backend.generate(GenerationRequest("p")).stats.stop_reason == "error"
     assert len(engine.bodies) == calls
     engine.mode = "ok"
-    backend.health.retry_at = 0.0  # the back-off delay has passed
+    clock.advance(0.02)  # the back-off after one failure (0.5 s) has passed
     assert backend.generate(GenerationRequest("p")).text == "".join(PIECES)
     assert backend.status()["available"] is True
 

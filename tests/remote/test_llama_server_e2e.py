@@ -1,6 +1,6 @@
 """Against the real llama-server (the bundled GGUF, 2 threads): the backend, then spec-lsp itself
-with the remote-llama-server preset. Bounds on time here are loose (a shared 2-core machine);
-the figure is `spec-lsp bench remote`'s."""
+with the remote-llama-server preset. No bound on time is asserted (a shared 2-core machine);
+waits are bounded only so a hang fails. The figures are `spec-lsp bench remote`'s."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ import threading
 import time
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from spec_lsp.benchmarks.server import answer, end_position, inline, start
-from spec_lsp.engine.api import CancelToken, GenerationRequest
+from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.remote.launch import LlamaServer
 from spec_lsp.remote.stream import RemoteBackend
 from spec_lsp.replay.client import LspClient
+from tests.remote.fake_engine import wait_until
 from tests.remote.lsp_doc import Doc, status_of, suggest
 
 pytestmark = [pytest.mark.llama_server, pytest.mark.timeout(300)]
@@ -53,23 +55,23 @@ def test_cancel_closes_the_stream(llama_server: LlamaServer) -> None:
     token, first = CancelToken(), threading.Event()
     request = GenerationRequest(PROMPT, max_new_tokens=400, cancel=token)
     request.on_text = lambda _t: first.set()
-    out: list[float] = []
-
-    def run() -> None:
-        b.generate(request)
-        out.append(time.perf_counter())
-
-    thread = threading.Thread(target=run)
+    results: list[GenerationResult] = []
+    thread = threading.Thread(target=lambda: results.append(b.generate(request)))
     thread.start()
     assert first.wait(30)
-    cancelled = time.perf_counter()
     token.cancel()
-    thread.join(10)
-    assert out and out[0] - cancelled < 1.0
-    # The engine dropped it: a one-token request is answered at once, not after 400 tokens.
-    start_next = time.perf_counter()
+    thread.join(30)
+    assert results and results[0].cancelled and results[0].stats.generated_tokens < 400
+    # The engine dropped it: its one slot is idle again (not decoding the 400 tokens), and a
+    # one-token request is answered.
+    assert wait_until(lambda: not processing(llama_server), timeout=30)
     assert b.generate(GenerationRequest(PROMPT, max_new_tokens=1)).stats.stop_reason != "error"
-    assert time.perf_counter() - start_next < 3.0
+
+
+def processing(server: LlamaServer) -> bool:
+    """Whether one of llama-server's slots is working on a request (`GET /slots`)."""
+    slots = httpx.get(f"{server.url}/slots", timeout=5.0, trust_env=False).json()
+    return any(slot.get("is_processing") for slot in slots)
 
 
 def test_engine_killed_mid_stream_is_empty_with_a_reason(llama_server: LlamaServer) -> None:

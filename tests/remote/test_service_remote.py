@@ -5,7 +5,6 @@ the engine's /metrics counters reach `spec-lsp/stats`."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,8 +13,8 @@ from spec_lsp.completion import CompletionService
 from spec_lsp.config import Options
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.worker import InferenceWorker, ModelInfo
-from tests.fakes import PlainSyntax, end
-from tests.remote.fake_engine import FakeEngine
+from tests.fakes import PlainSyntax, end, until
+from tests.remote.fake_engine import Clock, FakeEngine
 from tests.remote.test_slots_metrics import LLAMA_PAGE
 
 pytestmark = pytest.mark.timeout(60)
@@ -39,13 +38,16 @@ def fake() -> Iterator[FakeEngine]:
 
 
 async def service_on(
-    fake: FakeEngine, fim: str = "qwen", prefetch: bool = False
+    fake: FakeEngine, fim: str = "qwen", prefetch: bool = False, clock: Clock | None = None
 ) -> CompletionService:
+    """The service and its backend on one `clock` (a pause, the back-off: `clock.advance`)."""
+    clock = clock or Clock()
     spec = RemoteSpec(kind="llama-server", url=fake.url, fim=fim, read_timeout_s=2.0)
     worker = InferenceWorker(asyncio.get_running_loop())
     info = ModelInfo(preset="remote", device="remote", fim=fim, context_tokens=2048)
-    worker.backend, worker.state, worker.info = connect(spec), "ready", info
-    service = CompletionService(worker, Options(max_tokens=32, prefetch=prefetch), PlainSyntax())
+    worker.backend, worker.state, worker.info = connect(spec, clock), "ready", info
+    options = Options(max_tokens=32, prefetch=prefetch)
+    service = CompletionService(worker, options, PlainSyntax(), clock=clock)
     service.model_ready()
     return service
 
@@ -58,7 +60,8 @@ async def keystroke(service: CompletionService, version: int, ch: str) -> str:
 
 
 async def test_other_files_go_as_input_extra_in_a_stable_order(fake: FakeEngine) -> None:
-    service = await service_on(fake)
+    clock = Clock()
+    service = await service_on(fake, clock=clock)
     service.did_open(SHAPES, "python", 1, SHAPES_TEXT)
     service.did_open(MAIN, "python", 1, MAIN_TEXT)
     await service.complete(MAIN, *end(service, MAIN), "utf-16")  # the first request: a pause
@@ -78,7 +81,7 @@ async def test_other_files_go_as_input_extra_in_a_stable_order(fake: FakeEngine)
         # llama-server cached stay the same at each keystroke.
         assert fake.bodies[-1]["input_prefix"] + fake.bodies[-1]["prompt"] == MAIN_TEXT + typed
         assert fake.bodies[-1]["input_prefix"] == fake.bodies[-2]["input_prefix"]
-    service.arrivals._last_at[MAIN] -= 5  # noqa: SLF001  a pause of five seconds
+    clock.advance(5)  # a pause of five seconds
     await keystroke(service, 5, "d")
     names = [chunk["filename"] for chunk in fake.bodies[-1]["input_extra"]]
     assert names == ["shapes.py", "notes.py"]  # the new one last: the older ones' prefix holds
@@ -94,19 +97,16 @@ async def test_a_prefix_only_preset_sends_the_prompt_whole_to_completion(fake: F
 
 
 async def test_a_prefetch_the_engine_fails_is_neither_cached_nor_counted(fake: FakeEngine) -> None:
-    service = await service_on(fake, prefetch=True)
+    clock = Clock()
+    service = await service_on(fake, prefetch=True, clock=clock)
     service.did_open(MAIN, "python", 1, MAIN_TEXT)
     first = await service.complete(MAIN, *end(service, MAIN), "utf-16")
     assert first is not None and first.text == "r.width * r.height"
     fake.mode = "5xx"  # before the prefetch (scheduled, not yet run) reaches the engine
-    deadline = time.monotonic() + 10
-    while (service.prefetch.busy(MAIN) or len(fake.bodies) < 2) and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    assert len(fake.bodies) == 2 and not service.prefetch.busy(MAIN)
+    await until(lambda: not service.prefetch.busy(MAIN) and len(fake.bodies) == 2, "prefetched")
     assert service.stats.prefetched == 0
     fake.mode = "ok"
-    await asyncio.sleep(0.6)  # the back-off after one failure (0.5 s)
-    service.arrivals._last_at[MAIN] -= 5  # noqa: SLF001
+    clock.advance(5)  # a pause, past the back-off after one failure (0.5 s)
     after = await keystroke(service, 2, first.text)  # the accept
     assert after == "r.width * r.height"  # asked again, not the failed prefetch's empty answer
     assert len(fake.bodies) == 3 and service.stats.prefetch_hits == 0
@@ -118,9 +118,7 @@ async def test_the_engines_metrics_counters_reach_the_stats(fake: FakeEngine) ->
     assert "engineMetrics" not in service.stats_wire({})
     service.did_open(MAIN, "python", 1, MAIN_TEXT)
     await service.complete(MAIN, *end(service, MAIN), "utf-16")
-    deadline = time.monotonic() + 5
-    while "engineMetrics" not in service.stats_wire({}) and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await until(lambda: "engineMetrics" in service.stats_wire({}), "the metrics were read")
     wire = service.stats_wire({})
     assert wire["engineMetrics"] == {
         "source": "llamacpp",
@@ -139,9 +137,7 @@ async def test_a_refused_request_counts_as_a_failure_not_as_decode_latency(
     fake.stop()  # nothing listens on the port: each request is refused at once
     service.did_open(MAIN, "python", 1, MAIN_TEXT)
     assert await service.complete(MAIN, *end(service, MAIN), "utf-16") is None
-    deadline = time.monotonic() + 5
-    while service.stats.failed == 0 and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await until(lambda: service.stats.failed == 1, "the failure was counted")
     wire = service.stats_wire({})
     assert (wire["failed"], wire["generated"]) == (1, 0)
     latency = wire["latencyMs"]
@@ -156,14 +152,11 @@ async def test_a_keystroke_during_the_prompts_evaluation_leaves_a_warm_up(
     service = await service_on(fake, fim="none")
     service.did_open(MAIN, "python", 1, MAIN_TEXT)
     first = asyncio.ensure_future(service.complete(MAIN, *end(service, MAIN), "utf-16"))
-    deadline = time.monotonic() + 5
-    while not fake.bodies and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(fake.bodies), "the engine has the first request")
     fake.prefill_s = 0.0
     after = await keystroke(service, 2, "r")  # supersedes the first; its own request runs at once
     assert await first is None and after == "r.width * r.height"
-    while service.stats_wire({})["remoteWarmups"]["done"] == 0 and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await until(lambda: service.stats_wire({})["remoteWarmups"]["done"] == 1, "warmed up")
     warmups = service.stats_wire({})["remoteWarmups"]
     assert (warmups["done"], warmups["failed"]) == (1, 0)
     assert fake.warm_bodies[0]["prompt"] == fake.bodies[0]["prompt"]  # the superseded prompt

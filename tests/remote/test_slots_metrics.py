@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +10,7 @@ from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.remote import RemoteSpec, RemoteSpecError, connect, parse_backend
 from spec_lsp.remote.metrics import MetricsPoller, parse_prometheus, spec_figures
 from spec_lsp.remote.slots import OFF, Slots
-from tests.remote.fake_engine import FakeEngine
+from tests.remote.fake_engine import WAIT_S, FakeEngine, wait_until
 
 VLLM_PAGE = """\
 # HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
@@ -108,14 +107,13 @@ def test_a_generation_pokes_a_poll_of_metrics_off_the_request_path(engine: FakeE
     try:
         assert backend.engine_stats() is None and engine.metrics_gets == 0  # nothing polled yet
         backend.generate(GenerationRequest("p"))
-        deadline = time.monotonic() + 5
-        while backend.engine_stats() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert wait_until(lambda: backend.engine_stats() is not None)
         figures = backend.engine_stats()
         assert figures is not None and figures["acceptedTokens"] == 120
-        for _ in range(5):  # more generations within the interval: no more polls
+        for _ in range(5):  # more generations within the interval (5 s): no more polls
             backend.generate(GenerationRequest("p"))
-        time.sleep(0.2)
+        backend.close()
+        assert backend.metrics.join(WAIT_S)  # every poll the pokes asked for has run
         assert engine.metrics_gets == 1
     finally:
         backend.close()
@@ -149,7 +147,8 @@ def test_an_unreachable_engine_keeps_the_last_figures_and_interval_zero_never_po
     poller = MetricsPoller(unreachable, interval_s=0)  # type: ignore[arg-type]
     poller.figures = figures
     poller.poke()
-    time.sleep(0.05)
+    poller.stop()
+    assert poller.join(WAIT_S)  # no thread was started: nothing can poll later
     assert calls == [] and poller.figures is figures  # 0: never polls by itself
     poller.poll()
     assert calls == [1] and poller.figures is figures

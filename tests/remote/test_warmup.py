@@ -5,7 +5,6 @@ it; a newer prompt replaces a waiting one; failures are counted and reported, ne
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.remote import RemoteSpec, connect, parse_backend
 from spec_lsp.remote.stream import RemoteBackend
-from tests.remote.fake_engine import FakeEngine, wait_until
+from tests.remote.fake_engine import WAIT_S, Clock, FakeEngine, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,9 +27,15 @@ def fake() -> Iterator[FakeEngine]:
     engine.stop()
 
 
-def backend_for(fake: FakeEngine, **kw: object) -> RemoteBackend:
+def backend_for(fake: FakeEngine, clock: Clock | None = None, **kw: object) -> RemoteBackend:
     spec = RemoteSpec(kind="llama-server", url=fake.url, read_timeout_s=5.0, **kw)  # type: ignore[arg-type]
-    return connect(spec)
+    return connect(spec) if clock is None else connect(spec, clock)
+
+
+def held(fake: FakeEngine) -> threading.Event:
+    """Warm-ups stay in flight on the engine until the returned event is set."""
+    fake.warm_gate = threading.Event()
+    return fake.warm_gate
 
 
 def superseded(
@@ -41,8 +46,7 @@ def superseded(
     seen = len(fake.bodies)
 
     def keystroke() -> None:
-        wait_until(lambda: len(fake.bodies) > seen)
-        time.sleep(0.05)
+        wait_until(lambda: len(fake.bodies) > seen, timeout=WAIT_S)
         token.cancel()
 
     threading.Thread(target=keystroke, daemon=True).start()
@@ -77,33 +81,37 @@ def test_no_warm_up_once_text_streamed_or_when_it_ran_to_its_end(fake: FakeEngin
     fake.prefill_s = 0.0
     backend = backend_for(fake)
     assert backend.generate(GenerationRequest("p", doc_id="d")).text == "".join(PIECES)
-    fake.delay_s = 0.5  # the second piece comes 0.5 s after the first
+    fake.hold_after = 1  # the second piece is not sent while the test runs
     token = CancelToken()
     request = GenerationRequest("p", doc_id="d", cancel=token, on_text=lambda _t: token.cancel())
     assert backend.generate(request).cancelled  # closed after its first token: prompt done
-    time.sleep(0.2)
-    assert fake.warm_bodies == [] and backend.warmup_stats()["done"] == 0  # type: ignore[index]
+    # A warm-up is offered, if at all, before `generate` returns: it would be waiting, in
+    # flight or counted by now.
+    assert backend.warmer is not None and backend.warmer.idle()
+    assert backend.warmup_stats() == dict.fromkeys(
+        ("done", "failed", "replaced", "dropped", "waiting", "inFlight", "evaluatedTokens"), 0
+    )
 
 
 def test_a_superseding_keystroke_does_not_cancel_the_warm_up(fake: FakeEngine) -> None:
-    fake.warm_delay_s = 0.8
+    gate = held(fake)
     backend = backend_for(fake)
     superseded(backend, fake, "first")
     assert wait_until(lambda: len(fake.warm_bodies) == 1)  # in flight
     # The next keystrokes' requests run (and are closed) while it is in flight; the editor side
-    # never waits for it: a request that finishes comes back before the warm-up does.
+    # never waits for it: a request that finishes comes back while the warm-up is held.
     superseded(backend, fake, "first and more")
     fake.prefill_s = 0.0
-    started = time.perf_counter()
     assert backend.generate(GenerationRequest("first and more", doc_id="file:///a.py")).text
-    assert time.perf_counter() - started < 0.5
+    assert fake.warm_done == 0 and not gate.is_set()
+    gate.set()
     assert wait_until(lambda: fake.warm_done == 2)  # the first completed, then the newer one
     assert [b["prompt"] for b in fake.warm_bodies] == ["first", "first and more"]
     assert wait_until(lambda: fake.closed == 2)  # the two superseded streams, never a warm-up
 
 
 def test_a_newer_prompt_replaces_a_waiting_one_never_piling_up(fake: FakeEngine) -> None:
-    fake.warm_delay_s = 1.5
+    gate = held(fake)
     backend = backend_for(fake)
     superseded(backend, fake, "p1")
     assert wait_until(lambda: len(fake.warm_bodies) == 1)  # p1 in flight
@@ -111,7 +119,8 @@ def test_a_newer_prompt_replaces_a_waiting_one_never_piling_up(fake: FakeEngine)
         superseded(backend, fake, prompt)
     superseded(backend, fake, "other doc", doc="file:///b.py")
     assert backend.warmer is not None and backend.warmer.waiting() == 2  # one per document
-    assert wait_until(lambda: fake.warm_done == 3, timeout=10)
+    gate.set()
+    assert wait_until(lambda: fake.warm_done == 3, timeout=WAIT_S)
     assert wait_until(backend.warmer.idle)
     assert [b["prompt"] for b in fake.warm_bodies] == ["p1", "p4", "other doc"]
     stats = backend.warmup_stats()
@@ -119,12 +128,13 @@ def test_a_newer_prompt_replaces_a_waiting_one_never_piling_up(fake: FakeEngine)
 
 
 def test_a_closed_document_drops_its_waiting_warm_up(fake: FakeEngine) -> None:
-    fake.warm_delay_s = 1.0
+    gate = held(fake)
     backend = backend_for(fake)
     superseded(backend, fake, "p1")
     assert wait_until(lambda: len(fake.warm_bodies) == 1)
     superseded(backend, fake, "p2")
     backend.forget("file:///a.py")
+    gate.set()
     assert backend.warmer is not None and wait_until(backend.warmer.idle)
     assert [b["prompt"] for b in fake.warm_bodies] == ["p1"]
     assert backend.warmup_stats()["dropped"] == 1  # type: ignore[index]
@@ -132,7 +142,8 @@ def test_a_closed_document_drops_its_waiting_warm_up(fake: FakeEngine) -> None:
 
 def test_a_failed_warm_up_is_counted_and_reported_like_any_failure(fake: FakeEngine) -> None:
     fake.warm_mode = "5xx"
-    backend = backend_for(fake)
+    clock = Clock()
+    backend = backend_for(fake, clock)
     superseded(backend, fake, "p1")
     assert backend.warmer is not None
     assert wait_until(lambda: backend.warmer is not None and backend.warmer.failed == 1)
@@ -141,7 +152,7 @@ def test_a_failed_warm_up_is_counted_and_reported_like_any_failure(fake: FakeEng
     assert "HTTP 503 from /completion (warm-up)" in str(status["message"])
     # Backing off, as after any failure: a request is answered empty without reaching the engine,
     # and a warm-up offered meanwhile is dropped, not sent.
-    backend.health.retry_at = time.monotonic() + 60  # however slow this machine is
+    # The clock stands still: the back-off lasts as long as this test needs.
     calls = len(fake.bodies)
     assert backend.generate(GenerationRequest("p", doc_id="file:///a.py")).stats.stop_reason == (
         "error"
@@ -151,7 +162,7 @@ def test_a_failed_warm_up_is_counted_and_reported_like_any_failure(fake: FakeEng
     assert len(fake.bodies) == calls
     # The engine answers again: the next request after the delay recovers.
     fake.warm_mode, fake.prefill_s = "ok", 0.0
-    backend.health.retry_at = 0.0
+    clock.advance(0.5)  # the back-off after one failure
     assert backend.generate(GenerationRequest("p", doc_id="file:///a.py")).text
     assert backend.status()["available"] is True
 
@@ -176,5 +187,5 @@ def test_warm_ups_are_llama_server_only_and_can_be_switched_off(fake: FakeEngine
         parse_backend("p", {"kind": "llama-server", "url": fake.url, "warmup": "yes"})
     off = backend_for(fake, warmup=False)
     superseded(off, fake, "p")
-    time.sleep(0.2)
+    assert off.warmer is None  # nothing that could send one later
     assert fake.warm_bodies == []
