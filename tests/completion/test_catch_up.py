@@ -9,6 +9,7 @@ real worker thread reports a lag for its generations; what matters is which requ
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -21,7 +22,17 @@ from spec_lsp.engine.api import (
     GenerationResult,
     GenerationStats,
 )
-from tests.fakes import LOCAL, URI, WAIT_S, ScriptedBackend, end, service_with, type_text, until
+from tests.fakes import (
+    LOCAL,
+    URI,
+    WAIT_S,
+    ScriptedBackend,
+    end,
+    service_with,
+    type_text,
+    until,
+    wait_event,
+)
 
 
 class LaggingBackend(ScriptedBackend):
@@ -60,6 +71,15 @@ async def first_suggestion(service: CompletionService) -> None:
     assert answer is not None and answer.text == "hello world"
 
 
+async def after_the_prefetch(service: CompletionService) -> None:
+    """Returns once the prefetch's task has ended (deciding on a catch-up, and submitting it,
+    is its last step) and the worker has run every job submitted before then."""
+    await until(lambda: not service.prefetch.busy(URI), "the prefetch's task ended")
+    ran = threading.Event()
+    service.worker.call(lambda _backend: ran.set())  # behind a catch-up, were one queued
+    await wait_event(ran)
+
+
 async def drain(service: CompletionService) -> None:
     service.did_close(URI)
     service.worker.stop()
@@ -91,7 +111,7 @@ async def test_no_catch_up(lag: int, warm_up: bool) -> None:
     service = await service_with(backend, prefetch=True)
     await first_suggestion(service)
     await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
-    await asyncio.sleep(0.05)
+    await after_the_prefetch(service)
     assert catch_ups(backend) == []
     await drain(service)
 

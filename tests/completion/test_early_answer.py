@@ -21,10 +21,24 @@ from tests.fakes import (
     service_with,
     streamed,
     type_text,
+    until,
     wait_event,
 )
 
 TEXT = "a = 1\nb = 2\nc = 3"
+
+
+async def skip(seconds: float) -> None:
+    """Lets `seconds` of the event loop's clock pass at once: every timer due within them (the
+    `partial_ms` wait, its polls) has fired, and the tasks it woke have run up to their next
+    wait, when this returns. The loop's clock stays that far ahead for the rest of the test."""
+    loop = asyncio.get_running_loop()
+    passed = loop.create_future()
+    loop.call_later(seconds, passed.set_result, None)
+    clock = loop.time
+    loop.time = lambda: clock() + seconds  # type: ignore[method-assign]
+    await passed
+    await asyncio.sleep(0)  # after the tasks those timers woke
 
 
 async def answered_early() -> tuple[ScriptedBackend, CompletionService]:
@@ -50,7 +64,7 @@ async def test_a_slow_generation_answers_its_complete_lines_and_the_rest_follows
     await wait_event(backend.started)
     backend.release(3)  # "a =": no complete line yet, so the request waits on past partial_ms
     await streamed(service, 3)
-    await asyncio.sleep(0.1)
+    await skip(0.1)  # past partial_ms (30 ms) with no complete line
     assert not first.done()
     backend.release(5)  # "a = 1\nb ": one complete line
     answer = await asyncio.wait_for(first, WAIT_S)
@@ -68,13 +82,11 @@ async def test_a_slow_generation_answers_its_complete_lines_and_the_rest_follows
 
 async def test_the_whole_suggestion_settles_when_the_early_answered_generation_ends() -> None:
     backend, service = await answered_early()
+    live = service.live.running(URI)
+    assert live is not None
     backend.free_running = True
     backend.release(100)
-    for _ in range(int(WAIT_S / 0.01)):
-        if service.live.running(URI) is None:
-            break
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await until(lambda: live.settled, "the generation ended and settled")
     # Asked again at the same place (the editor re-asks after Escape): the whole suggestion.
     again = await service.complete(URI, 0, 0, "utf-16")
     assert again is not None and again.text == TEXT
@@ -89,7 +101,8 @@ async def test_an_explicit_request_and_partial_ms_0_wait_for_the_whole_suggestio
         first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16", invoked=invoked))
         await wait_event(backend.started)
         backend.release(8)
-        await asyncio.sleep(0.15)
+        await streamed(service, 8)  # "a = 1\nb ": a complete line
+        await skip(0.15)  # past partial_ms, were it 30 ms
         assert not first.done()
         backend.release(100)
         answer = await asyncio.wait_for(first, WAIT_S)
@@ -119,7 +132,7 @@ async def test_typing_through_the_early_lines_waits_for_the_next_complete_line_o
     backend, service = await answered_early()  # stuck at "a = 1\nb "
     type_text(service, 2, "a = 1\n")  # the early lines accepted: nothing of them is left
     rest = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
-    await asyncio.sleep(0.1)
+    await skip(0.1)  # past partial_ms: no new complete line yet
     assert not rest.done()
     backend.release(4)  # "= 2\n": the next line is complete, the generation still runs
     answer = await asyncio.wait_for(rest, WAIT_S)

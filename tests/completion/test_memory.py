@@ -10,7 +10,7 @@ from spec_lsp.completion.syntax_port import SyntaxPort as Syntax
 from spec_lsp.config import Options
 from spec_lsp.heap import release_free_memory
 from spec_lsp.worker import TRIM_AFTER_PREFILL, InferenceWorker, ModelInfo
-from tests.fakes import PrefillBackend
+from tests.fakes import WAIT_S, PrefillBackend, until
 
 SOURCE = "def area(r):\n    if r < 0:\n        raise ValueError(r)\n    return "
 COMPLETION = "3.14 * r * r\n\n\ndef other():\n    pass\n"
@@ -70,24 +70,32 @@ async def _service(prefilled: int) -> CompletionService:
     return service
 
 
-async def _idle(worker: InferenceWorker) -> None:
+async def _trimmed(worker: InferenceWorker) -> None:
+    """Waits (bounded) until the worker has trimmed the heap once."""
+    await until(lambda: worker.trims >= 1, "the worker trimmed the heap")
+
+
+async def _ended(worker: InferenceWorker) -> None:
+    """Stops the worker once its queued jobs have run, and waits for its thread to end: every
+    trim it would run (after a job, when its queue is empty) has run."""
     done = asyncio.get_running_loop().create_future()
-    worker.call(lambda _: None)
     worker.call(lambda _: done.get_loop().call_soon_threadsafe(done.set_result, None))
-    await asyncio.wait_for(done, 30)
-    await asyncio.sleep(0.05)  # the trim runs after the last queued call
+    await asyncio.wait_for(done, WAIT_S)
+    worker.stop()
+    await asyncio.to_thread(worker.join, WAIT_S)
 
 
 async def test_the_worker_trims_the_heap_after_a_large_prefill_but_not_while_typing() -> None:
     typing = await _service(prefilled=2)
     typing.did_open("file:///t.py", "python", 1, "x = ")
     await typing.complete("file:///t.py", 0, 4, "utf-16")
-    await _idle(typing.worker)
+    await _ended(typing.worker)
     assert typing.worker.trims == 0
     opened = await _service(prefilled=TRIM_AFTER_PREFILL)
     opened.did_open("file:///o.py", "python", 1, "x = ")
     await opened.complete("file:///o.py", 0, 4, "utf-16")
-    await _idle(opened.worker)
+    await _trimmed(opened.worker)
+    await _ended(opened.worker)
     assert opened.worker.trims == 1
 
 
@@ -97,6 +105,7 @@ async def test_closing_a_document_trims_the_heap_once_the_worker_is_idle() -> No
         service.did_open(f"file:///c{i}.py", "python", 1, "x = ")
     for i in range(3):
         service.did_close(f"file:///c{i}.py")
-    await _idle(service.worker)
+    await _trimmed(service.worker)
+    await _ended(service.worker)
     assert 1 <= service.worker.trims <= 3
     assert not service.syntax.is_parsed("file:///c0.py") and len(service.docs) == 0
