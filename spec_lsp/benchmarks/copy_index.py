@@ -72,8 +72,8 @@ def replay(engine: SpecEngine, cases: list[Case], max_new: int) -> Counts:
             generated += emitted
             counts.passes += 1
             counts.cost += curve[len(drafts)]
-        counts.tokens += len(output) - 1
-        counts.plain += (len(output) - 1) * curve[0]
+        counts.tokens += max(0, len(output) - 1)
+        counts.plain += max(0, len(output) - 1) * curve[0]
         counts.proposed += stats.proposed_tokens
         counts.accepted += stats.accepted_tokens
         if doc is not None and output:
