@@ -103,7 +103,9 @@ class FakeEngine:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # `stop()` returns within one poll of the serving loop (http.server's default: 0.5 s).
+        serve = lambda: self.httpd.serve_forever(poll_interval=0.01)  # noqa: E731
+        self._thread = threading.Thread(target=serve, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
