@@ -12,8 +12,10 @@ import argparse
 import asyncio
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from spec_lsp.config import SPECULATION, Options
 from spec_lsp.inprocess import LastResultBackend, local_service
@@ -102,8 +104,30 @@ async def complete_file(
         return await service.complete(uri, row, col, "utf-32"), info, None
 
 
-def _say(message: str, _fraction: float) -> None:
-    print(message, file=sys.stderr)
+class LoadPrinter:
+    """Prints a model load's progress to `out` (stderr): each report with its fraction and the
+    seconds since the load began, `[ 42%   37.1 s] reading ...gguf: 120/339 tensors`. On a
+    terminal a step's sub-steps rewrite one line; elsewhere (a log) a sub-step is printed when the
+    step changes or a tenth of the whole has passed since the last line."""
+
+    def __init__(self, out: TextIO | None = None, clock: Callable[[], float] = time.monotonic):
+        self.out, self.clock = out or sys.stderr, clock
+        self.t0, self.tty = clock(), self.out.isatty()
+        self.step, self.shown = "", -1.0
+
+    def __call__(self, message: str, fraction: float) -> None:
+        line = f"[{fraction:4.0%} {self.clock() - self.t0:7.1f} s] {message}"
+        step = message.split(":", 1)[0] if ":" in message else message
+        same = step == self.step
+        if self.tty:
+            self.out.write(("\r\x1b[K" if same else ("\n" if self.step else "")) + line)
+            if fraction >= 1.0:
+                self.out.write("\n")
+        elif not same or fraction - self.shown >= 0.1 or fraction >= 1.0:
+            self.out.write(line + "\n")
+            self.shown = fraction
+        self.out.flush()
+        self.step = step
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
@@ -124,7 +148,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     )
     recorder = LastResultBackend()
     suggestion, info, error = asyncio.run(
-        complete_file(options, path, text, line - 1, col - 1, recorder, _say)
+        complete_file(options, path, text, line - 1, col - 1, recorder, LoadPrinter())
     )
     if error is not None:
         print(f"spec-lsp: {error}", file=sys.stderr)

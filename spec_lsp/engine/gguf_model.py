@@ -23,9 +23,8 @@ Knows nothing of presets or where the file came from (`fetch`): a path in, a mod
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,104 +32,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from spec_lsp.engine import native, ownership, qblocks
+from spec_lsp.engine import native, progress, qblocks
 from spec_lsp.engine.gguf import LAYER_NAMES, hf_name, unpermute_rows
-
-log = logging.getLogger(__name__)
-
-ARCHITECTURES = ("qwen2", "llama")
-INDEX_VERSION = 1
-META_KEYS = (
-    "block_count",
-    "context_length",
-    "embedding_length",
-    "feed_forward_length",
-    "attention.head_count",
-    "attention.head_count_kv",
-    "rope.freq_base",
-    "attention.layer_norm_rms_epsilon",
+from spec_lsp.engine.gguf_index import (  # noqa: F401 - read_index, _read_file: this module's API
+    FileRows,
+    GGUFIndex,
+    _read_file,
+    read_index,
 )
 
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """One tensor of the file: its GGML type name, shape as rows x columns ([N, K]), bytes."""
-
-    name: str
-    kind: str  # GGML type name: "Q4_K", "F32", ...
-    shape: list[int]  # [N, K] for a matrix, [K] for a vector
-    offset: int  # absolute byte offset in the file
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class GGUFIndex:
-    arch: str
-    meta: dict[str, float]  # the META_KEYS present, as numbers
-    tokens: dict[str, int]  # eos/bos/padding token ids the file names
-    tensors: dict[str, TensorInfo]
-
-    def matrix(self, path: Path, name: str) -> np.ndarray:
-        """A tensor's bytes as rows [N, bytes per row] (a read-only map of the file)."""
-        t = self.tensors[name]
-        rows = t.shape[0] if len(t.shape) == 2 else 1
-        data = np.memmap(path, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.nbytes,))
-        return data.reshape(rows, -1)
-
-
-def _stamp(path: Path) -> str:
-    st = path.stat()
-    return f"{st.st_size}-{st.st_mtime_ns}"
-
-
-def read_index(path: Path, cache: Path | None = None) -> GGUFIndex:
-    """The file's index, from `cache` (a JSON file) when it was written for this very file, in a
-    folder of the user's alone (`ownership`: another writer's is refused)."""
-    if cache is not None:
-        ownership.private_folder(cache.parent)
-    if cache is not None and cache.is_file():
-        try:
-            data = json.loads(ownership.read_text(cache))
-            if data.get("version") == INDEX_VERSION and data.get("stamp") == _stamp(path):
-                tensors = {k: TensorInfo(**v) for k, v in data["tensors"].items()}
-                return GGUFIndex(data["arch"], data["meta"], data["tokens"], tensors)
-        except (OSError, ValueError, KeyError, TypeError):
-            log.warning("%s: unreadable index cache, reading the file again", cache)
-    index = _read_file(path)
-    if cache is not None:
-        body = {"version": INDEX_VERSION, "stamp": _stamp(path), **asdict(index)}
-        ownership.replace_with(cache, json.dumps(body).encode())
-    return index
-
-
-def _read_file(path: Path) -> GGUFIndex:
-    from gguf import GGUFReader
-
-    reader = GGUFReader(str(path))
-
-    def field(key: str) -> Any:
-        f = reader.fields.get(key)
-        if f is None:
-            return None
-        value = f.parts[-1]
-        return bytes(value).decode() if f.types and f.types[0].name == "STRING" else value[0]
-
-    arch = str(field("general.architecture"))
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"{path.name}: GGUF architecture {arch!r}; readable: {ARCHITECTURES}")
-    meta = {k: float(v) for k in META_KEYS if (v := field(f"{arch}.{k}")) is not None}
-    tokens = {
-        k: int(v)
-        for k in ("eos", "bos", "padding")
-        if (v := field(f"tokenizer.ggml.{k}_token_id")) is not None
-    }
-    tensors = {}
-    for t in reader.tensors:
-        shape = [int(s) for s in reversed(t.shape)]  # gguf-py lists ne0 (the row width) first
-        tensors[t.name] = TensorInfo(
-            t.name, t.tensor_type.name, shape, int(t.data_offset), int(t.n_bytes)
-        )
-    return GGUFIndex(arch, meta, tokens, tensors)
+log = logging.getLogger(__name__)
 
 
 def config_of(index: GGUFIndex) -> Any:
@@ -253,10 +164,9 @@ def _linear(
     kind = qblocks.KIND_OF_GGML.get(t.kind)
     fits = kind is not None and k % qblocks.block_weights(kind) == 0
     if blocks and kind is not None and fits and device == "cpu" and native.available():
-        raw = torch.from_numpy(np.array(index.matrix(path, name)))  # a copy: the map is dropped
-        if order is not None:
-            raw = raw[order]
-        return qblocks.BlockLinear(raw, k, kind)
+        # Read a few thousand rows at a time into the packed tensor: no copy of the whole matrix
+        # (nor a map of it counting in the resident set) beside the layer being built.
+        return qblocks.BlockLinear(FileRows(path, t), k, kind, order)
     weight = _dense(index, path, name)
     if order is not None:
         weight = weight[order]
@@ -287,8 +197,10 @@ def load_model(
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     base = model.model
+    report = _reporter(index, path)
     # Matrices first: a bias then goes to the layer that replaced the skeleton's.
     for name in sorted(index.tensors, key=lambda n: n.endswith(".bias")):
+        report(name)
         target = hf_name(name)
         parent_name, _, leaf = target.rpartition(".")
         module_name, _, _ = parent_name.rpartition(".")
@@ -314,13 +226,35 @@ def load_model(
         else:  # norms
             owner.weight = nn.Parameter(_vector(index, path, name, config).to(device), False)
     if config.tie_word_embeddings:
+        report("output.weight")
         model.lm_head = _linear(index, path, "token_embd.weight", config, device, dtype, blocks)
+    report("")
     with torch.device(device):
         base.rotary_emb = type(base.rotary_emb)(config=config)
     left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]
     if left:
         raise ValueError(f"{path.name}: tensors missing from the file: {left[:5]}")
     return model.eval()
+
+
+def _reporter(index: GGUFIndex, path: Path) -> Callable[[str], None]:
+    """Reports, through the load's `progress.ambient()`, the share of the file's bytes read once
+    each tensor begins (a tied output layer reads the embedding's again), every 2% or so."""
+    sizes = {n: t.nbytes for n, t in index.tensors.items()}
+    if "output.weight" not in sizes:
+        sizes["output.weight"] = sizes["token_embd.weight"]
+    total, done, shown = sum(sizes.values()), 0, -1.0
+    count, seen, report = len(sizes), 0, progress.ambient()
+
+    def begin(name: str) -> None:  # "": all read
+        nonlocal done, shown, seen
+        fraction = done / total if name else 1.0
+        if fraction - shown >= 0.02 or not name:
+            report(f"reading {path.name}: {seen}/{count} tensors", fraction)
+            shown = fraction
+        done, seen = done + sizes.get(name, 0), seen + bool(name)
+
+    return begin
 
 
 def _embedding(

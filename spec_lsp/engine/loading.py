@@ -23,22 +23,19 @@ from typing import Any, cast
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import compact, draft_model, native, origin, quant
+from spec_lsp.engine import compact, draft_model, native, origin
 from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS
-from spec_lsp.engine.attention import use_exact_attention
 from spec_lsp.engine.draft_vocab import restrict_output
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import choose_forwards
-from spec_lsp.engine.gguf import Q8Blocks
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
-from spec_lsp.engine.qblocks import BlockLinear
+from spec_lsp.engine.progress import Steps
+from spec_lsp.engine.progress import scope as progress_scope
 from spec_lsp.engine.sources import (
     BUILTIN_TOKENIZER,
     ModelLoadError,
     Progress,
-    bundled_dir,
-    bundled_gguf,
     fetch_bundled,
     is_available_offline,
     is_gguf,
@@ -51,9 +48,16 @@ from spec_lsp.engine.sources import (
 )
 from spec_lsp.engine.timing import pass_costs, warm_up
 from spec_lsp.engine.vocabulary import check_vocab
+from spec_lsp.engine.weight_formats import apply_weights, mapped_models
 from spec_lsp.heap import release_free_memory
 
 log = logging.getLogger(__name__)
+
+# Each step's share of a load (what the coder pair takes on a CPU: most of it reading the layers);
+# fusing layers from 0.8, measuring the verification cost from 0.86, warming up from 0.93.
+TOKENIZER = (0.0, 0.04)
+TARGET = (0.04, 0.6)
+DRAFT = (0.6, 0.8)
 
 __all__ = [
     "LoadSpec",
@@ -117,61 +121,6 @@ class LoadSpec:
         fmt = self.weight_format(device)
         # int4 for the output too costs top-1 agreement (its rows are Q8_0 in the bundled GGUF).
         return self.output_weights or ("int8" if fmt == "int4" else fmt)
-
-
-def gguf_blocks(source: str) -> dict[str, Any]:
-    """A bundled target's quantized GGUF blocks by parameter name (empty for other sources)."""
-    if not source.startswith("bundled:"):
-        return {}
-    from spec_lsp.engine.gguf import read_blocks_cached
-
-    name = source.split(":", 1)[1]
-    return dict(
-        read_blocks_cached(bundled_gguf(name), bundled_dir(name).parent / "gguf-blocks" / name)
-    )
-
-
-def apply_weights(
-    spec: LoadSpec, target: Any, draft: Any, device: str, random_weights: bool
-) -> str:
-    """Puts the target's and the draft's linear layers in the spec's format; returns what ran.
-    A GGUF file's model runs as the file stores it (`gguf_model`): its format is the file's."""
-    fmt, out = spec.weight_format(device), spec.output_format(device)
-    if not random_weights and is_gguf(spec.target):
-        use_exact_attention(target)
-        if isinstance(draft, torch.nn.Module):
-            if spec.draft and is_gguf(spec.draft):
-                use_exact_attention(draft)
-            else:
-                quant.apply_format(draft, fmt, output=out)
-        return stored_format(target)
-    if quant.effective_format(fmt, device) in FLOAT_FORMATS and out == fmt:
-        return quant.effective_format(fmt, device)
-    packed = fmt in ("int4", "int8") and not random_weights
-    blocks = gguf_blocks(spec.target) if packed else {}
-    label = quant.apply_format(target, fmt, output=out, blocks=blocks)
-    if isinstance(draft, SpecHead):  # its fc stays dense: `SpecHead.dtype` reads its weight
-        quant.apply_format(draft, fmt, output=out, skip=lambda name: name == "fc")
-    elif draft is not None:
-        quant.apply_format(draft, fmt, output=out)
-    # The embedding as the GGUF's Q8_0 blocks (the same rows, a quarter of the bytes); a feature
-    # head reads the target's embedding, so it takes the compact one too.
-    embed_blocks = blocks.get("model.embed_tokens.weight")
-    compacted = isinstance(embed_blocks, Q8Blocks) and compact.compact_embedding(
-        target, embed_blocks
-    )
-    if compacted and isinstance(draft, SpecHead):
-        draft.embed_tokens = target.get_input_embeddings()
-    return label
-
-
-def stored_format(model: torch.nn.Module) -> str:
-    """What a GGUF model's layers run as: the block types the native kernels read, or float."""
-    kinds = sorted({m.kind for m in model.modules() if isinstance(m, BlockLinear)})
-    dense = any(isinstance(m, torch.nn.Linear) for m in model.modules())
-    if not kinds:
-        return "gguf, de-quantized (no native kernels)"
-    return f"gguf {'+'.join(kinds)}{' + float' if dense else ''}, native kernels"
 
 
 def draft_kind(source: str) -> str:
@@ -261,29 +210,48 @@ def load_pair(
     tokenizer: Any,
     dev: str,
     dtype: torch.dtype,
-    progress: Progress | None,
+    steps: Steps,
     random_weights: bool,
 ) -> tuple[PreTrainedModel, PreTrainedModel | SpecHead | None]:
-    """The target and its draft (or None), the draft's vocabulary checked against the target's."""
-    report = progress or (lambda _m, _f: None)
-    report(f"loading target {spec.target} on {dev}", 0.3)
+    """The target and its draft (or None), the draft's vocabulary checked against the target's.
+    Each takes its share of `steps` (`TARGET`, `DRAFT`); a source's own reports (a download, a
+    conversion) the first 5% of it, the reading of its layers the rest (`progress.ambient`)."""
+    low, high = TARGET if spec.draft else (TARGET[0], DRAFT[1])
+    steps(f"loading target {spec.target} on {dev}", low)
     target_cfg = spec.target_config if random_weights else None
-    target = load_model(
-        spec.target,
-        dev,
-        dtype,
-        spec.trust_remote_code,
-        progress,
-        target_cfg,
-        gguf_blocks=spec.keeps_blocks(dev),
-    )
+    with _step(steps, low, high):
+        target = load_model(
+            spec.target,
+            dev,
+            dtype,
+            spec.trust_remote_code,
+            steps.within(low, low + 0.05 * (high - low)),
+            target_cfg,
+            gguf_blocks=spec.keeps_blocks(dev),
+        )
+    release_free_memory()  # the temporaries of packing, before the draft's
     draft = None
     if spec.draft:
+        low, high = DRAFT
         if not random_weights:
-            check_draft_vocab(tokenizer, spec, progress)
-        report(f"loading draft {spec.draft}", 0.7)
-        draft = load_draft(spec, target, dev, dtype, progress, random_weights)
+            check_draft_vocab(tokenizer, spec, steps.within(low, low))
+        steps(f"loading draft {spec.draft}", low)
+        with _step(steps, low, high):
+            draft = load_draft(
+                spec,
+                target,
+                dev,
+                dtype,
+                steps.within(low, low + 0.05 * (high - low)),
+                random_weights,
+            )
+        release_free_memory()
     return target, draft
+
+
+def _step(steps: Steps, low: float, high: float) -> Any:
+    """The ambient reporter (`progress.scope`) of a model's layers: the last 95% of its share."""
+    return progress_scope(steps.within(low + 0.05 * (high - low), high))
 
 
 def load_engine(
@@ -297,17 +265,20 @@ def load_engine(
     loads a preset's with `spec_lsp.presets.load_preset_engine`)."""
     dev = pick_device(device)
     dtype = spec.torch_dtype(dev)
-    report = progress or (lambda _m, _f: None)
+    report = Steps(progress)
     report(f"loading tokenizer for {spec.name}", 0.0)
     if random_weights:
-        tokenizer, tokenizer_source = timing_tokenizer(spec, progress)
+        tokenizer, tokenizer_source = timing_tokenizer(spec, report.within(*TOKENIZER))
     else:
-        tokenizer = load_tokenizer(spec.target, spec.trust_remote_code, progress)
+        tokenizer = load_tokenizer(spec.target, spec.trust_remote_code, report.within(*TOKENIZER))
         tokenizer_source = spec.target
-    target, draft = load_pair(spec, tokenizer, dev, dtype, progress, random_weights)
     if dev == "cpu" and native.wanted() and not native.compiled():
-        report("compiling the engine's CPU kernels (once per machine, under a minute)", 0.75)
+        # Before the layers: whether they stay blocks depends on the kernels.
+        report(
+            "compiling the engine's CPU kernels (once per machine, under a minute)", TOKENIZER[1]
+        )
     native.available()
+    target, draft = load_pair(spec, tokenizer, dev, dtype, report, random_weights)
     stored = is_gguf(spec.target) and spec.keeps_blocks(dev) and not random_weights
     report(f"weights: {'as the GGUF file stores them' if stored else spec.weight_format(dev)}", 0.8)
     weights = apply_weights(spec, target, draft, dev, random_weights)
@@ -317,7 +288,8 @@ def load_engine(
     if spec.forward not in FORWARDS:
         raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} (known: {FORWARDS})")
     if dev == "cpu":  # before `lean` takes references to the tensors
-        compact.own_storage(*(m for m in (target, draft) if isinstance(m, torch.nn.Module)))
+        compact.own_storage(*mapped_models(spec, target, draft, random_weights))
+    report("fusing layers", 0.82)
     forwards = choose_forwards(target, draft, spec.forward, dev)  # once: nothing on the models
     if dev == "cpu":
         # Loading packs and fuses every layer through large temporaries; glibc raises its mmap
@@ -326,13 +298,13 @@ def load_engine(
         release_free_memory()
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
     if not opts.verify_cost and spec.measure_verify:
-        report("measuring verification cost", 0.85)
+        report("measuring verification cost", 0.86)
         opts = replace(opts, verify_cost=pass_costs(forwards.target, opts.k_max + 1))
     engine = SpecEngine(target, tokenizer, draft, opts, name=spec.name, forwards=forwards)
     engine.weights, engine.tokenizer_source = weights, tokenizer_source
     if random_weights:
         engine.vocab_limit = min(m.config.vocab_size for m in (target, draft) if m is not None)
-    report("warming up", 0.9)
+    report("warming up", 0.93)
     warm_up(engine)
     report("ready", 1.0)
     return engine

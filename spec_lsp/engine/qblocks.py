@@ -20,8 +20,10 @@ concatenate as bytes (`fusion`). Knows nothing of presets or the engine: modules
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -36,6 +38,20 @@ PACKED = {"q4_1": 160, "q8_0": 272} | {k: v[2] for k, v in kblocks.SPECS.items()
 BLOCKS = {"q4_1": (32, 20), "q8_0": (32, 34)} | {k: v[:2] for k, v in kblocks.SPECS.items()}
 KIND_OF_GGML = {"Q4_1": "q4_1", "Q8_0": "q8_0", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0"}
 PACK_ROWS = 8192  # rows packed at a time (bounds the temporaries of a 151936-row output layer)
+
+
+class Rows(Protocol):
+    """Rows of a matrix's blocks [N, bytes]: a tensor, an array, a map of the file or rows read
+    from it on demand (`gguf_index.FileRows`); `rows[i:j]` (and `rows[indices]` where `order` is
+    given) gives those rows."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
+
+    @property
+    def dtype(self) -> Any: ...
+
+    def __getitem__(self, rows: Any, /) -> Any: ...
 
 
 def block_weights(kind: str) -> int:
@@ -63,21 +79,60 @@ def _f16_bytes(values: torch.Tensor) -> torch.Tensor:
     return half.contiguous().view(torch.uint8).view(*values.shape, 2)
 
 
-def pack(raw: torch.Tensor, kind: str) -> torch.Tensor:
-    """The file's rows of blocks of `kind` -> packed by groups of 8 rows ([ceil(N / 8), K / B,
-    PACKED[kind]]), PACK_ROWS rows at a time."""
-    parts = [_pack_one(raw[i : i + PACK_ROWS], kind) for i in range(0, raw.shape[0], PACK_ROWS)]
-    return parts[0] if len(parts) == 1 else torch.cat(parts)
+def pack(raw: Rows, kind: str, order: torch.Tensor | None = None) -> torch.Tensor:
+    """The file's rows of blocks of `kind` (rows `order` of them, when given) -> packed by groups
+    of 8 rows ([ceil(N / 8), K / B, PACKED[kind]]). PACK_ROWS rows at a time are copied out of
+    `raw` (a tensor, or a map of the file) and packed straight into the result: no whole copy of
+    the matrix is made beside it."""
+    n = raw.shape[0] if order is None else order.shape[0]
+    chosen = None if order is None else order.numpy()
+    out: torch.Tensor | None = None
+    for i in range(0, n, PACK_ROWS):
+        j = min(n, i + PACK_ROWS)
+        rows = raw[i:j] if chosen is None else raw[chosen[i:j]]
+        chunk = rows if isinstance(rows, torch.Tensor) else torch.from_numpy(np.array(rows))
+        part = _pack_one(chunk, kind)
+        if out is None:
+            out = torch.empty((-(-n // GROUP), *part.shape[1:]), dtype=torch.uint8)
+        out[i // GROUP : i // GROUP + part.shape[0]] = part
+    if out is None:
+        raise ValueError("pack: no rows")
+    return out
 
 
 def unpack(packed: torch.Tensor, n: int, kind: str) -> torch.Tensor:
-    """`pack`'s inverse: the first `n` rows of the file's blocks [n, K / B * BLOCKS[kind][1]]."""
+    """`pack`'s inverse: the first `n` rows of the file's blocks [n, K / B * BLOCKS[kind][1]],
+    PACK_ROWS at a time into the result."""
     step = PACK_ROWS // GROUP
-    parts = [
-        _unpack_one(packed[g : g + step], min(n - g * GROUP, PACK_ROWS), kind)
-        for g in range(0, packed.shape[0], step)
-    ]
-    return parts[0] if len(parts) == 1 else torch.cat(parts)
+    out: torch.Tensor | None = None
+    for g in range(0, packed.shape[0], step):
+        part = _unpack_one(packed[g : g + step], min(n - g * GROUP, PACK_ROWS), kind)
+        if out is None:
+            out = torch.empty((n, part.shape[1]), dtype=torch.uint8)
+        out[g * GROUP : g * GROUP + part.shape[0]] = part
+    assert out is not None
+    return out
+
+
+class PackedRows:
+    """A layer's rows of blocks in the file's layout, unpacked on demand from its packed groups
+    (`rows[i:j]`, `rows[indices]`): `BlockLinear.rows` packs its new layer from them a slice at a
+    time, never unpacking the whole matrix beside it (the draft's 151,936-row output layer)."""
+
+    dtype = torch.uint8
+
+    def __init__(self, layer: BlockLinear) -> None:
+        self.layer = layer
+        weights, size = BLOCKS[layer.kind]
+        self.shape = (layer.out_features, layer.in_features // weights * size)
+
+    def __getitem__(self, rows: slice | np.ndarray | torch.Tensor) -> torch.Tensor:
+        ids = (
+            torch.arange(self.shape[0])[rows] if isinstance(rows, slice) else torch.as_tensor(rows)
+        )
+        groups = torch.unique(ids // GROUP)  # sorted
+        raw = _unpack_one(self.layer.packed[groups], groups.numel() * GROUP, self.layer.kind)
+        return raw[torch.searchsorted(groups, ids // GROUP) * GROUP + ids % GROUP]
 
 
 def _pack_one(raw: torch.Tensor, kind: str) -> torch.Tensor:
@@ -133,16 +188,26 @@ class BlockLinear(nn.Module):
     packed: torch.Tensor  # [ceil(N / 8), K / B, PACKED[kind]] uint8
     bias: torch.Tensor | None
 
-    def __init__(self, blocks: torch.Tensor, in_features: int, kind: str) -> None:
-        """`blocks`: rows of GGUF blocks [N, K / B * bytes] (the file's layout, `BLOCKS[kind]`)."""
+    def __init__(
+        self,
+        blocks: Rows,
+        in_features: int,
+        kind: str,
+        order: torch.Tensor | None = None,
+    ) -> None:
+        """`blocks`: rows of GGUF blocks [N, K / B * bytes] (the file's layout, `BLOCKS[kind]`), a
+        tensor or a map of the file (read a few thousand rows at a time); with `order`, the layer
+        of those rows in that order."""
         super().__init__()
         if kind not in BLOCKS or in_features % BLOCKS[kind][0]:
             raise ValueError(f"BlockLinear: kind {kind!r}, in_features {in_features}")
         weights, size = BLOCKS[kind]
-        if blocks.dtype != torch.uint8 or blocks.shape[1] != in_features // weights * size:
+        uint8 = str(blocks.dtype) in ("torch.uint8", "uint8")  # a tensor, an array, the file
+        if not uint8 or blocks.shape[1] != in_features // weights * size:
             raise ValueError(f"BlockLinear: {tuple(blocks.shape)} is not rows of {kind} blocks")
-        self.kind, self.in_features, self.out_features = kind, in_features, blocks.shape[0]
-        self.register_buffer("packed", pack(blocks, kind))
+        self.kind, self.in_features = kind, in_features
+        self.out_features = blocks.shape[0] if order is None else order.shape[0]
+        self.register_buffer("packed", pack(blocks, kind, order))
         self.register_buffer("bias", None)
 
     # -- construction -------------------------------------------------------------------------
@@ -180,7 +245,7 @@ class BlockLinear(nn.Module):
     # -- rows ---------------------------------------------------------------------------------
     def rows(self, order: torch.Tensor) -> BlockLinear:
         """The layer whose output feature i is this one's feature `order[i]`."""
-        new = BlockLinear(self.raw()[order], self.in_features, self.kind)
+        new = BlockLinear(PackedRows(self), self.in_features, self.kind, order)
         if self.bias is not None:
             new.bias = self.bias[order].clone()
         return new

@@ -16,6 +16,7 @@ import json
 import logging
 import socket
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -212,11 +213,16 @@ class SpecServer(LanguageServer):
         token = await self._begin_progress(f"loading {self.options.preset}")
         done = asyncio.get_running_loop().create_future()
 
+        started = time.monotonic()
+
         def progress(message: str, fraction: float) -> None:
+            # The load's fractions never go back (`engine.progress.Steps`); the seconds since it
+            # began follow each message, so a client shows where a long step stands.
             if token is not None:
                 pct = max(0, min(100, int(fraction * 100)))
+                text = f"{message} ({time.monotonic() - started:.0f} s)"
                 self.work_done_progress.report(
-                    token, types.WorkDoneProgressReport(message=message, percentage=pct)
+                    token, types.WorkDoneProgressReport(message=text, percentage=pct)
                 )
 
         def finished() -> None:  # even when this task was cancelled (its session ended)
