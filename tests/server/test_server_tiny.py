@@ -77,6 +77,11 @@ async def test_model_loading_reported_progress_from_begin_to_end(client: Languag
         await asyncio.sleep(0.1)
     assert isinstance(reports()[0], types.WorkDoneProgressBegin)
     assert isinstance(reports()[-1], types.WorkDoneProgressEnd)
+    # Each step with its share of the whole, never going back, and the seconds since the start.
+    steps = [r for r in reports() if isinstance(r, types.WorkDoneProgressReport)]
+    percentages = [r.percentage for r in steps]
+    assert steps and percentages == sorted(percentages) and percentages[-1] == 100
+    assert all(r.message and r.message.endswith(" s)") for r in steps)
 
 
 async def test_inline_completion_inserts_at_the_cursor_with_an_accept_command(
