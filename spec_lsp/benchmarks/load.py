@@ -8,7 +8,9 @@ open file descriptors from /proc. It prints RSS over time, request latency p50/p
 response read), and threads and descriptors before and after, beside the budgets that bound the
 server's memory: the engine's KV budget (an LRU over documents' KV states, in MB and documents),
 and the open documents themselves (their text and one syntax tree each, bounded only by what the
-client opens). Linux only (/proc).
+client opens). First it reports the load itself: seconds from the server's start to ready, the
+resident set's peak while loading (VmHWM) and the resident set once loaded (`--docs 0 --seconds
+0`: the load alone). Linux only (/proc).
 
 It speaks LSP over stdio through the one JSON-RPC client (`replay/client.py`), like an editor.
 """
@@ -40,14 +42,16 @@ class Sample:
     threads: int
     fds: int
     phase: str
+    peak_mb: float = 0.0  # the process's peak RSS so far (VmHWM): at "loaded", loading's peak
 
 
 def sample(pid: int, t: float, phase: str) -> Sample:
     status = Path(f"/proc/{pid}/status").read_text().splitlines()
     fields = {k: v.split() for k, _, v in (line.partition(":") for line in status)}
-    rss = int(fields["VmRSS"][0]) / 1024
+    rss, peak = (int(fields[k][0]) / 1024 for k in ("VmRSS", "VmHWM"))
     fds = len(list(Path(f"/proc/{pid}/fd").iterdir()))
-    return Sample(round(t, 2), round(rss, 1), int(fields["Threads"][0]), fds, phase)
+    threads = int(fields["Threads"][0])
+    return Sample(round(t, 2), round(rss, 1), threads, fds, phase, round(peak, 1))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -157,6 +161,7 @@ async def run(
 ) -> dict[str, Any]:
     started = time.monotonic()
     client = await start(preset, device, max_tokens)
+    load_seconds = time.monotonic() - started
     try:
         pid = client.pid
         samples = [sample(pid, -1, "loaded")]
@@ -191,6 +196,11 @@ async def run(
         "budgets": budgets(),
         "exitCode": code,
         "wallSeconds": round(time.monotonic() - started, 1),
+        # The server process from its start to the model ready (Python, torch, the pair), and
+        # its resident set's peak meanwhile (VmHWM) beside the resident set once loaded.
+        "loadSeconds": round(load_seconds, 1),
+        "loadPeakMb": samples[0].peak_mb,
+        "loadedMb": samples[0].rss_mb,
     }
 
 
@@ -208,6 +218,10 @@ def print_report(r: dict[str, Any]) -> None:
         f"(preset {r['preset']}, maxTokens {r['maxTokens']})"
     )
     samples = r["samples"]
+    print(
+        f"load: {r['loadSeconds']:g} s from the server's start to ready; RSS peak while loading "
+        f"{r['loadPeakMb']:.0f} MB, {r['loadedMb']:.0f} MB once loaded"
+    )
     typing = [s for s in samples if s["phase"] == "typing"]
     shown = [s for s in samples if s["phase"] != "typing"][:2]
     step = max(1, len(typing) // 10)
