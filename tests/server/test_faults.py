@@ -161,6 +161,11 @@ def test_a_model_that_cannot_load_is_one_clear_error_and_the_server_answers_empt
     server.initialize(options)
     status = server.wait_loaded()
     assert status["state"] == "failed" and cause in status["error"], status
+    # The message may follow the failed state's first status answer: wait for it (bounded).
+    deadline = time.monotonic() + 30
+    while not any("could not load" in m for m in server.messages):
+        assert time.monotonic() < deadline, server.messages
+        time.sleep(0.05)
     errors = [m for m in server.messages if "could not load" in m]
     assert len(errors) == 1 and cause in errors[0], server.messages
     uri = "file:///tmp/faults/failed.py"
