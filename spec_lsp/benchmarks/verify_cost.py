@@ -5,12 +5,15 @@ as far as those extra rows are cheap. This command loads a preset's target as th
 (its forward and kernels: `SPEC_LSP_KERNELS=avx2` and the like force a narrower kernel family) and
 times `timing.pass_costs` after a cached context of each given length: the best of `reps` runs for
 n = 1 .. `rows`, printed as milliseconds and as a ratio to one row, with the CPU and the kernels.
+`cpu_time`: one thread, each pass timed by its thread's CPU time, so that another process on a
+busy machine barely moves the curve (the wall time of 2 threads waits on the scheduler).
 """
 
 from __future__ import annotations
 
 import json
 import platform
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,22 +50,39 @@ def main(
     reps: int,
     json_path: str | None,
     random_weights: bool = False,
+    cpu_time: bool = False,
 ) -> int:
+    import torch
+
     from spec_lsp.engine.timing import pass_costs
     from spec_lsp.presets import load_preset_engine
 
-    engine = load_preset_engine(preset, device=device, random_weights=random_weights)
-    curves = {c: pass_costs(engine.forwards.target, rows, context=c, reps=reps) for c in contexts}
+    threads = torch.get_num_threads()
+    if cpu_time:
+        torch.set_num_threads(1)
+    try:
+        engine = load_preset_engine(preset, device=device, random_weights=random_weights)
+        clock = time.thread_time if cpu_time else time.perf_counter
+        target = engine.forwards.target
+        curves = {c: pass_costs(target, rows, context=c, reps=reps, clock=clock) for c in contexts}
+    finally:
+        torch.set_num_threads(threads)
     report: dict[str, Any] = {
         "preset": preset,
         "cpu": cpu_name(),
         "kernels": engine.kernels,
         "forward": engine.forward,
         "reps": reps,
+        "timing": "one thread, CPU time"
+        if cpu_time
+        else f"wall, {torch.get_num_threads()} threads",
         "ms": {str(c): [round(m, 2) for m in ms] for c, ms in curves.items()},
         "ratio": {str(c): [round(m / ms[0], 3) for m in ms] for c, ms in curves.items()},
     }
-    print(f"{preset} target, kernels {engine.kernels}, {report['cpu']}, best of {reps}")
+    print(
+        f"{preset} target, kernels {engine.kernels}, {report['cpu']}, {report['timing']}, "
+        f"best of {reps}"
+    )
     print("\n".join(curve_table(curves)))
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=2) + "\n")

@@ -312,6 +312,11 @@ def _register_verify_cost(bsub: argparse._SubParsersAction) -> None:  # type: ig
     p.add_argument(
         "--random-weights", action="store_true", help="the preset's architecture, random weights"
     )
+    p.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="one thread, timed by its CPU time: a curve that another busy process barely moves",
+    )
     p.set_defaults(func=cmd_verify_cost)
 
 
@@ -329,6 +334,7 @@ def cmd_verify_cost(args: argparse.Namespace) -> int:
             max(1, args.reps),
             args.json,
             args.random_weights,
+            args.cpu_time,
         )
     except (ModelLoadError, PresetError) as exc:
         print(f"spec-lsp: {exc}")

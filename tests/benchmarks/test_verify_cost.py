@@ -25,3 +25,17 @@ def test_the_bundled_targets_curve_is_measured_and_written(
     assert len(report["ms"]["16"]) == 3 and report["ratio"]["16"][0] == 1.0
     assert all(ms > 0 for ms in report["ms"]["16"]) and report["kernels"]
     assert "| after 16 tokens | 1.00 |" in capsys.readouterr().out
+
+
+def test_a_cpu_time_curve_runs_one_thread_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    threads = torch.get_num_threads()
+    out = tmp_path / "curve.json"
+    assert main("tiny", "cpu", 2, [16], 1, str(out), cpu_time=True) == 0
+    report = json.loads(out.read_text())
+    assert report["timing"] == "one thread, CPU time" and all(ms > 0 for ms in report["ms"]["16"])
+    assert "one thread, CPU time" in capsys.readouterr().out
+    assert torch.get_num_threads() == threads  # given back to the process

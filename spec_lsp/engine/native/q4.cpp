@@ -322,18 +322,21 @@ at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& w_in, double eps) 
   return y;
 }
 
-// [M, 2F] (gate, up) -> [M, F]: silu(gate) * up.
+// [M, 2F] (gate, up) -> [M, F]: silu(gate) * up, element by element (the same value whichever
+// thread computes it: the threads split the elements).
 at::Tensor silu_mul(const at::Tensor& gu_in) {
   const at::Tensor gu = gu_in.to(at::kFloat).contiguous();
   const int64_t F2 = gu.size(-1), F = F2 / 2, M = gu.numel() / F2;
   at::Tensor y = at::empty({M, F}, gu.options());
   const float* gp = gu.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t i = 0; i < F; ++i) {
+  at::parallel_for(0, M * F, 2048, [&](int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e) {
+      const int64_t r = e / F, i = e % F;
       const float g = gp[r * F2 + i];
-      yp[r * F + i] = g / (1.f + std::exp(-g)) * gp[r * F2 + F + i];
+      yp[e] = g / (1.f + std::exp(-g)) * gp[r * F2 + F + i];
     }
+  });
   return y;
 }
 
