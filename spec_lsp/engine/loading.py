@@ -30,6 +30,7 @@ from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import choose_forwards
 from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
 from spec_lsp.engine.head import SpecHead, load_head
+from spec_lsp.engine.load_heap import mmapped_temporaries
 from spec_lsp.engine.progress import Steps
 from spec_lsp.engine.progress import scope as progress_scope
 from spec_lsp.engine.sources import (
@@ -254,18 +255,11 @@ def _step(steps: Steps, low: float, high: float) -> Any:
     return progress_scope(steps.within(low + 0.05 * (high - low), high))
 
 
-def load_engine(
-    spec: LoadSpec,
-    device: str = "auto",
-    progress: Progress | None = None,
-    random_weights: bool = False,
-    options: EngineOptions | None = None,
-) -> SpecEngine:
-    """Loads the target and draft once and returns an engine that keeps them resident (the app
-    loads a preset's with `spec_lsp.presets.load_preset_engine`)."""
-    dev = pick_device(device)
+def load_models(
+    spec: LoadSpec, dev: str, report: Steps, random_weights: bool
+) -> tuple[Any, str, PreTrainedModel, PreTrainedModel | SpecHead | None]:
+    """The tokenizer (and where it came from), the target and the draft, reported as steps."""
     dtype = spec.torch_dtype(dev)
-    report = Steps(progress)
     report(f"loading tokenizer for {spec.name}", 0.0)
     if random_weights:
         tokenizer, tokenizer_source = timing_tokenizer(spec, report.within(*TOKENIZER))
@@ -281,21 +275,39 @@ def load_engine(
     target, draft = load_pair(spec, tokenizer, dev, dtype, report, random_weights)
     stored = is_gguf(spec.target) and spec.keeps_blocks(dev) and not random_weights
     report(f"weights: {'as the GGUF file stores them' if stored else spec.weight_format(dev)}", 0.8)
-    weights = apply_weights(spec, target, draft, dev, random_weights)
-    if spec.draft_vocab and isinstance(draft, torch.nn.Module) and not isinstance(draft, SpecHead):
-        kept = restrict_output(draft, tokenizer, spec.draft_vocab)
-        log.info("draft output: %s tokens", kept or "all")
-    if spec.forward not in FORWARDS:
-        raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} (known: {FORWARDS})")
-    if dev == "cpu":  # before `lean` takes references to the tensors
-        compact.own_storage(*mapped_models(spec, target, draft, random_weights))
-    report("fusing layers", 0.82)
-    forwards = choose_forwards(target, draft, spec.forward, dev)  # once: nothing on the models
+    return tokenizer, tokenizer_source, target, draft
+
+
+def draft_kind_model(draft: torch.nn.Module) -> bool:
+    """Whether a draft is a model of its own (not a feature head, whose output is the target's)."""
+    return not isinstance(draft, SpecHead)
+
+
+def load_engine(
+    spec: LoadSpec,
+    device: str = "auto",
+    progress: Progress | None = None,
+    random_weights: bool = False,
+    options: EngineOptions | None = None,
+) -> SpecEngine:
+    """Loads the target and draft once and returns an engine that keeps them resident (the app
+    loads a preset's with `spec_lsp.presets.load_preset_engine`)."""
+    dev = pick_device(device)
+    report = Steps(progress)
+    with mmapped_temporaries():  # no freed temporary stays resident (`load_heap`)
+        tokenizer, tokenizer_source, target, draft = load_models(spec, dev, report, random_weights)
+        weights = apply_weights(spec, target, draft, dev, random_weights)
+        if spec.draft_vocab and isinstance(draft, torch.nn.Module) and draft_kind_model(draft):
+            kept = restrict_output(draft, tokenizer, spec.draft_vocab)
+            log.info("draft output: %s tokens", kept or "all")
+        if spec.forward not in FORWARDS:
+            raise ModelLoadError(f"{spec.name}: unknown forward {spec.forward!r} ({FORWARDS})")
+        if dev == "cpu":  # before `lean` takes references to the tensors
+            compact.own_storage(*mapped_models(spec, target, draft, random_weights))
+        report("fusing layers", 0.82)
+        forwards = choose_forwards(target, draft, spec.forward, dev)  # once: nothing on the models
     if dev == "cpu":
-        # Loading packs and fuses every layer through large temporaries; glibc raises its mmap
-        # threshold after the first large frees, so later ones come from the heap, whose freed
-        # pages stay resident: ~410 MB of the coder target's 1.9 GB after loading (measured).
-        release_free_memory()
+        release_free_memory()  # what the heap still holds of loading's smaller temporaries
     opts = options or EngineOptions(method=spec.method, context_tokens=spec.context_tokens)
     if not opts.verify_cost and spec.measure_verify:
         report("measuring verification cost", 0.86)

@@ -107,3 +107,17 @@ def test_the_cli_prints_each_step_with_its_fraction_and_seconds_thinning_sub_ste
     assert lines[-1] == "[100%    22.0 s] ready"
     reading = [line for line in lines if "tensors" in line]
     assert 2 <= len(reading) <= 6  # a line a tenth of the whole, not one a tensor
+
+
+def test_loading_maps_large_temporaries_and_restores_glibcs_running_thresholds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from spec_lsp.engine import load_heap
+
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(load_heap, "_mallopt", lambda: lambda p, v: calls.append((p, v)) or 1)
+    with load_heap.mmapped_temporaries():
+        inside = list(calls)
+    mmap, trim = load_heap.M_MMAP_THRESHOLD, load_heap.M_TRIM_THRESHOLD
+    assert inside == [(mmap, 1 << 20), (trim, 1 << 20)]
+    assert calls[2:] == [(mmap, 32 << 20), (trim, 64 << 20)]
