@@ -100,8 +100,10 @@ class Preset:
         )
 
     def config_path(self, name: str | None) -> Path | None:
-        """An architecture file (`configs/...json`): beside the preset first, so a user preset may
-        ship its own, else the package's (a user preset may name `configs/qwen2.5-coder-1.5b.json`)."""
+        """An architecture file (`configs/...json`): beside the preset first, else the package's.
+
+        So a user preset may ship its own, or name the package's
+        (`configs/qwen2.5-coder-1.5b.json`)."""
         if not name:
             return None
         own = self.path.parent / name if self.path else None

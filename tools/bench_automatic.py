@@ -3,12 +3,12 @@
 Both servers (any two commands, e.g. the code before and after a change) are started, loaded and
 sent the same messages over LSP: at each of N positions of a Python file (the first half of an
 indented line, the line's rest removed, the rest of the file after it), the document is opened,
-then the line's next characters are typed one at a time, each followed by an automatic inline request that is
-answered before the next key (a slow typist who sees every suggestion). Each step goes to both
-servers, one after the other, the order swapping at every step, so drift of the machine hits both
-alike. The first request at each position (a cold prefill of the file) is reported apart from the
-keystrokes' requests. Prefetch is off and the debounce 0 in both (`--init-options` to change),
-so only the requests' own path and model calls are timed.
+then the line's next characters are typed one at a time, each followed by an automatic inline
+request that is answered before the next key (a slow typist who sees every suggestion). Each step
+goes to both servers, one after the other, the order swapping at every step, so drift of the
+machine hits both alike. The first request at each position (a cold prefill of the file) is
+reported apart from the keystrokes' requests. Prefetch is off and the debounce 0 in both
+(`--init-options` to change), so only the requests' own path and model calls are timed.
 
     OMP_NUM_THREADS=2 .venv/bin/python tools/bench_automatic.py --preset bundled \\
       --server "new=env -C /tmp PYTHONPATH=/tmp/new python -m spec_lsp.cli serve" \\

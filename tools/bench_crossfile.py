@@ -79,16 +79,21 @@ class Editor:
 
     def __init__(self, client: LspClient, uri: str, text: str) -> None:
         self.client, self.uri, self.text, self.version = client, uri, text, 1
-        client.notify("textDocument/didOpen", {"textDocument": {
-            "uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
+        client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+        )
 
     def end(self) -> dict[str, int]:
         lines = self.text.split("\n")
         return {"line": len(lines) - 1, "character": len(lines[-1])}
 
     def ask(self) -> asyncio.Future[dict[str, Any]]:
-        params = {"textDocument": {"uri": self.uri}, "position": self.end(),
-                  "context": {"triggerKind": 2}}  # fmt: skip
+        params = {
+            "textDocument": {"uri": self.uri},
+            "position": self.end(),
+            "context": {"triggerKind": 2},
+        }
         return self.client.send_request("textDocument/inlineCompletion", params)
 
     def type(self, ch: str) -> asyncio.Future[dict[str, Any]]:
@@ -96,9 +101,13 @@ class Editor:
         self.version += 1
         self.text += ch
         change = {"range": {"start": pos, "end": pos}, "text": ch}
-        self.client.notify("textDocument/didChange", {
-            "textDocument": {"uri": self.uri, "version": self.version},
-            "contentChanges": [change]})  # fmt: skip
+        self.client.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": self.uri, "version": self.version},
+                "contentChanges": [change],
+            },
+        )
         return self.ask()
 
 
@@ -182,8 +191,13 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             log.close()
     server = {k: stats[k] for k in ("requests", "answered", "cancelled", "stale", "empty")}
     server["latencyMs"] = stats["latencyMs"]["total"]
-    return {"preset": args.preset, "paceMs": args.pace_ms, "cpu": cpu_model(), "runs": runs,
-            "server": server}  # fmt: skip
+    return {
+        "preset": args.preset,
+        "paceMs": args.pace_ms,
+        "cpu": cpu_model(),
+        "runs": runs,
+        "server": server,
+    }
 
 
 def report(result: dict[str, Any]) -> None:
@@ -192,16 +206,20 @@ def report(result: dict[str, Any]) -> None:
         print(f"{label} ({'invoices.py opened first' if run['otherFile'] else 'no other file'}):")
         for p in run["points"]:
             found = ", ".join(p["names"]) or "none"
-            print(f"  {p['line']!r} -> {p['suggestion']!r}  other file's names: {found}, "
-                  f"the name typed next: {'yes' if p['exact'] else 'no'}"
-                  f"  (waited {p['waitedMs']:.0f} ms)")  # fmt: skip
+            print(
+                f"  {p['line']!r} -> {p['suggestion']!r}  other file's names: {found}, "
+                f"the name typed next: {'yes' if p['exact'] else 'no'}"
+                f"  (waited {p['waitedMs']:.0f} ms)"
+            )
         per = run["prefilledPerCall"]
         per_s = "-" if per is None else f"{per:.2f}"
-        print(f"  {run['hits']}/{len(run['points'])} points show a name of invoices.py, "
-              f"{run['exact']} begin with the name typed next; typing "
-              f"{run['keystrokes']} keystrokes: {run['modelCalls']} model calls, "
-              f"{run['prefilledTokens']} tokens prefilled, {per_s} per call "
-              f"(first request of report.py: {run['firstPrefill']})")  # fmt: skip
+        print(
+            f"  {run['hits']}/{len(run['points'])} points show a name of invoices.py, "
+            f"{run['exact']} begin with the name typed next; typing "
+            f"{run['keystrokes']} keystrokes: {run['modelCalls']} model calls, "
+            f"{run['prefilledTokens']} tokens prefilled, {per_s} per call "
+            f"(first request of report.py: {run['firstPrefill']})"
+        )
 
 
 def parser() -> argparse.ArgumentParser:

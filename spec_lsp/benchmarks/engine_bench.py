@@ -9,10 +9,10 @@ forwards are counted with a forward hook on the target model, whatever calls it.
 Decode tok/s leaves prefill out (with KV reuse a keystroke rarely prefills much); where the preset's
 weights are packed, `target_only_float32` runs the same target in float32 and the report gives the
 packed target's top-1 agreement with it. Where the preset's target is a GGUF file (`bundled:`,
-`gguf:`, a .gguf path) and a llama-server binary is there, `llama_cpp*` rows run llama.cpp's server on
-the same files: plain, n-gram and draft-model speculation (`benchmarks.peers`), and the report sets
-the engine's best speculative mode against the fastest of them, and prefill against prefill. The
-verify-cost line is the measured cost of a target pass over 8 tokens against 1.
+`gguf:`, a .gguf path) and a llama-server binary is there, `llama_cpp*` rows run llama.cpp's server
+on the same files: plain, n-gram and draft-model speculation (`benchmarks.peers`), and the report
+sets the engine's best speculative mode against the fastest of them, and prefill against prefill.
+The verify-cost line is the measured cost of a target pass over 8 tokens against 1.
 """
 
 from __future__ import annotations
@@ -208,7 +208,8 @@ def format_table(modes: dict[str, Any]) -> str:
         same = {True: "yes", False: "NO", None: "-"}[m["identical_to_target"]]
         rows.append(
             f"{name:<22} {m['tokens_per_s']:>8.1f} {'-' if dec is None else f'{dec:.1f}':>8} "
-            f"{'-' if pre is None else f'{pre:.1f}':>8} {m['tokens_per_s'] / base:>8.2f}x {fwd:>8} {acc:>7} {same:>9}"
+            f"{'-' if pre is None else f'{pre:.1f}':>8} {m['tokens_per_s'] / base:>8.2f}x "
+            f"{fwd:>8} {acc:>7} {same:>9}"
         )
     return "\n".join(rows)
 
@@ -216,7 +217,7 @@ def format_table(modes: dict[str, Any]) -> str:
 def float32_reference(
     engine: SpecEngine, spec: Any, prompts: list[BenchPrompt], max_new: int, random_weights: bool
 ) -> tuple[dict[str, Any], float | None]:
-    """The same target in float32: its target_only row, and the packed target's agreement with it."""
+    """The same target in float32: its target_only row, and the packed target's agreement."""
     from dataclasses import replace
 
     from spec_lsp.benchmarks.quality import top1_agreement
@@ -338,7 +339,8 @@ def print_report(report: dict[str, Any]) -> None:
     if peer_cost:
         print(
             f"llama-server's own pass over 8 new tokens {peer_cost['ms_8']:.1f} ms vs 1 token "
-            f"{peer_cost['ms_1']:.1f} ms = {peer_cost['ratio']:.2f}x (output layer on the last only)"
+            f"{peer_cost['ms_1']:.1f} ms = {peer_cost['ratio']:.2f}x "
+            "(output layer on the last only)"
         )
     peers = report.get("llama_server") or {}
     if peers.get("build"):

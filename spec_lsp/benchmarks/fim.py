@@ -3,12 +3,13 @@ own completion pipeline, with llama-server's `/infill` on the same problems as a
 
 Each problem's document (`opened`: prompt, the empty line of the hole, suffix), languageId python,
 is opened in the `CompletionService` that `spec-lsp complete` uses (`inprocess.local_service`: a
-local inference worker, the model loaded once for all problems, the server's default options but `prefetch`, which a
-one-request document has no use for). The cursor is at the hole, the end of `prompt`; the
-request is an explicitly invoked one (`complete(..., invoked=True)`: the first item an editor
-gets, the whole greedy suggestion, never an early partial answer, so the figures do not depend on
-the machine's speed). The answer is applied as an editor applies an inline item (insertText over
-its range) and the resulting document is run against the problem's tests (`fim_exec`).
+local inference worker, the model loaded once for all problems, the server's default options but
+`prefetch`, which a one-request document has no use for). The cursor is at the hole, the end of
+`prompt`; the request is an explicitly invoked one (`complete(..., invoked=True)`: the first item
+an editor gets, the whole greedy suggestion, never an early partial answer, so the figures do not
+depend on the machine's speed). The answer is applied as an editor applies an inline item
+(insertText over its range) and the resulting document is run against the problem's tests
+(`fim_exec`).
 
 Per problem: passed (pass@1, greedy), exact first line (the suggestion's first line, stripped,
 equals the canonical solution's), tokens generated, latency (request to answer), whether the

@@ -86,7 +86,8 @@ def program(document: str, test: str, entry_point: str) -> str:
 
 @functools.cache
 def unshare_prefix() -> tuple[str, ...]:
-    """`("unshare", "-rn")` when it runs a command here (a user and a network namespace), else ()."""
+    """`("unshare", "-rn")` when it runs a command here (a user and a network namespace), else
+    ()."""
     path = shutil.which("unshare")
     if path is None:
         return ()

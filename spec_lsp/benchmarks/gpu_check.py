@@ -42,11 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     if peak:
         floor = gbytes / peak * 1000
         print(
-            f"target_only {ms:.1f} ms/token; roofline {floor:.1f} ms ({gbytes:.1f} GB at {peak} GB/s): {floor / ms:.0%} of peak"
+            f"target_only {ms:.1f} ms/token; roofline {floor:.1f} ms "
+            f"({gbytes:.1f} GB at {peak} GB/s): {floor / ms:.0%} of peak"
         )
     else:
         print(
-            f"target_only {ms:.1f} ms/token; {gbytes:.1f} GB of weights (bandwidth of {name} unknown)"
+            f"target_only {ms:.1f} ms/token; {gbytes:.1f} GB of weights "
+            f"(bandwidth of {name} unknown)"
         )
     exact = all(m["identical_to_target"] for k, m in modes.items() if k.startswith("speculative"))
     print(f"speculative modes identical to target_only: {'yes' if exact else 'NO'}")

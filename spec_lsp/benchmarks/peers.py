@@ -63,8 +63,10 @@ def _first(binary: Path, *flags: str) -> str | None:
 
 
 def draft_flags(binary: Path, draft: Path, threads: int) -> list[str] | str:
-    """Flags that make this build draft with `draft`, or why it cannot. New builds spell them
-    `--spec-draft-*` (and list the removed `--draft-max` in their help), older ones `--draft-max`."""
+    """Flags that make this build draft with `draft`, or why it cannot.
+
+    New builds spell them `--spec-draft-*` (and list the removed `--draft-max` in their help),
+    older ones `--draft-max`."""
     model = _first(binary, "--spec-draft-model", "--model-draft")
     if model is None:
         return "this llama-server has no --model-draft"

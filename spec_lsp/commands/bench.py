@@ -1,4 +1,6 @@
-"""`spec-lsp bench engine|server|syntax|remote|load|fim|blocks|next-edit|verify-cost`: the benchmarks' argument parser.
+"""The benchmarks' argument parser.
+
+`spec-lsp bench engine|server|syntax|remote|load|fim|blocks|next-edit|verify-cost`.
 
 Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
 when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
@@ -46,7 +48,9 @@ def _register_engine(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
     e.add_argument(
         "--random-weights",
         action="store_true",
-        help="build the preset's architectures from models/configs with random weights (timing only)",
+        help=(
+            "build the preset's architectures from models/configs with random weights (timing only)"
+        ),
     )
     e.add_argument(
         "--assistant",

@@ -128,7 +128,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
                 sources = [s for s in sources if s.startswith(("bundled:", "gguf:"))]
             if not sources:
                 print(
-                    f"preset {name} has no bundled or GGUF model; its models load from the hub or disk"
+                    f"preset {name} has no bundled or GGUF model; "
+                    "its models load from the hub or disk"
                 )
             for source in sources:
                 print(f"{source}: {_fetch_source(source)}")

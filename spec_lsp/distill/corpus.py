@@ -17,9 +17,26 @@ from typing import Any
 import torch
 
 SOURCE_SUFFIXES = (
-    ".py", ".pyi", ".js", ".ts", ".tsx", ".jsx", ".rs", ".go", ".java", ".c", ".h", ".cc", ".cpp",
-    ".hpp", ".rb", ".lua", ".sh", ".toml", ".md",
-)  # fmt: skip
+    ".py",
+    ".pyi",
+    ".js",
+    ".ts",
+    ".tsx",
+    ".jsx",
+    ".rs",
+    ".go",
+    ".java",
+    ".c",
+    ".h",
+    ".cc",
+    ".cpp",
+    ".hpp",
+    ".rb",
+    ".lua",
+    ".sh",
+    ".toml",
+    ".md",
+)
 MAX_FILE_BYTES = 400_000  # generated tables and data dumps teach a draft nothing useful
 
 
@@ -49,7 +66,8 @@ def find_files(sources: Iterable[str], exclude: Iterable[str] = ("site-packages"
     files = sorted(f for f in found if 0 < f.stat().st_size <= MAX_FILE_BYTES)
     if not files:
         raise CorpusError(
-            f"no source files ({', '.join(SOURCE_SUFFIXES[:6])}, ...) found in {', '.join(map(str, sources))}"
+            f"no source files ({', '.join(SOURCE_SUFFIXES[:6])}, ...) "
+            f"found in {', '.join(map(str, sources))}"
         )
     return files
 

@@ -1,4 +1,4 @@
-"""The speculative engine: torch + transformers only; knows nothing of LSP, grammars or preset files.
+"""The speculative engine: torch + transformers only; knows nothing of LSP, grammars or presets.
 
 - `api`: the torch-free contract (request, result, stats, `StopFn`, `Backend`, `CancelToken`).
 - `engine`: the loop around a short `speculative_step` (draft -> verify -> accept); `options`:

@@ -63,7 +63,7 @@ class SpecDraftForCausalLM(LlamaPreTrainedModel, GenerationMixin):
         return self.lm_head(hidden)
 
     def scatter_full(self, logits: torch.Tensor) -> torch.Tensor:
-        """[..., R] restricted logits -> [..., V] full-vocabulary logits (lowest value elsewhere)."""
+        """[..., R] restricted logits -> [..., V] full-vocabulary logits (lowest elsewhere)."""
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), torch.finfo(logits.dtype).min)
         index = self.vocab_ids.expand(*logits.shape[:-1], -1)
         return full.scatter(-1, index, logits)
@@ -105,7 +105,7 @@ class SpecDraftForCausalLM(LlamaPreTrainedModel, GenerationMixin):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        """What `AutoModelForCausalLM.from_pretrained(dir)` calls: `load_draft` (embeddings included)."""
+        """What `AutoModelForCausalLM.from_pretrained(dir)` calls: `load_draft`, embeddings too."""
         dtype = kwargs.get("dtype") or kwargs.get("torch_dtype")
         return load_draft(
             Path(pretrained_model_name_or_path), dtype if isinstance(dtype, torch.dtype) else None

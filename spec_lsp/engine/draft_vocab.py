@@ -6,8 +6,8 @@ scores 151,936 tokens with 145 MB of Q8_0 rows (~37% of the bytes a one-token pa
 MB of them are tokens code rarely uses. `restrict_output` keeps the rows of the tokenizer's first
 `rows` ids and of its added and special tokens (FIM markers, end of text): byte-level BPE
 vocabularies (Qwen's, Llama 3's, GPT-2's) number their tokens in merge order, so the first ids are
-the ones merged first, the most frequent in the tokenizer's training text. docs/benchmarks.md gives the share of code
-tokens each cut covers, as measured.
+the ones merged first, the most frequent in the tokenizer's training text. docs/benchmarks.md
+gives the share of code tokens each cut covers, as measured.
 
 `RestrictedOutput` then scores only those rows and returns a full-vocabulary row in which every
 other token has the dtype's lowest value (probability 0 after a softmax), so the drafters,

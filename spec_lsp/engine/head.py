@@ -160,7 +160,7 @@ class SpecHead(nn.Module):
         return cast(torch.Tensor, self.lm_head(predicted))
 
     def scatter_full(self, logits: torch.Tensor) -> torch.Tensor:
-        """[..., R] restricted logits -> [..., V] full-vocabulary logits (lowest value elsewhere)."""
+        """[..., R] restricted logits -> [..., V] full-vocabulary logits (lowest elsewhere)."""
         full = logits.new_full((*logits.shape[:-1], self.vocab_size), torch.finfo(logits.dtype).min)
         return full.scatter(-1, self.vocab_ids.expand(*logits.shape[:-1], -1), logits)
 

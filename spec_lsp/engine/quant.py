@@ -8,7 +8,8 @@ ones in place and returns the format that actually ran:
   convention is `w = (q - 8) * scale + zero` with q in 0..15; llama.cpp's Q4_1 block is
   `w = d * q + m`, so a Q4_1 block is taken as it is with `scale = d`, `zero = m + 8 d`
   (`Int4Linear.from_blocks`: no de-quantize / re-quantize round trip).
-- `int8`: one int8 code per weight and one scale per output row, through `torch._weight_int8pack_mm`.
+- `int8`: one int8 code per weight and one scale per output row, through
+  `torch._weight_int8pack_mm`.
 - `bfloat16` / `float32`: plain `nn.Linear` in that dtype.
 
 The packed kernels are CPU kernels here: on another device, `int4` and `int8` run as bfloat16 (the

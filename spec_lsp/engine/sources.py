@@ -61,8 +61,9 @@ class ModelLoadError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """The user's model cache (`SPEC_LSP_CACHE`, else $XDG_CACHE_HOME/spec-lsp or ~/.cache/spec-lsp):
-    one definition, in the torch-free `fetch`."""
+    """The user's model cache: one definition, in the torch-free `fetch`.
+
+    `SPEC_LSP_CACHE`, else $XDG_CACHE_HOME/spec-lsp or ~/.cache/spec-lsp."""
     from spec_lsp.engine import fetch
 
     return fetch.cache_dir()
@@ -241,7 +242,8 @@ def tiny_model(layers: int, seed: int, vocab_size: int) -> PreTrainedModel:
         num_key_value_heads=2,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
-        initializer_range=0.5,  # large enough that greedy outputs vary instead of repeating one token
+        # large enough that greedy outputs vary instead of repeating one token
+        initializer_range=0.5,
     )
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

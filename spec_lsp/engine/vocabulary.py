@@ -49,6 +49,6 @@ def check_vocab(target_tok: Any, draft_tok: Any, target: str, draft: str) -> Non
         only_t = len(set(tv.items()) - set(dv.items()))
         raise ModelLoadError(
             f"draft {draft} does not share the target {target}'s vocabulary "
-            f"({len(dv)} vs {len(tv)} tokens, {only_t} target entries differ): speculative decoding "
-            "needs a draft from the same model family (same tokenizer)"
+            f"({len(dv)} vs {len(tv)} tokens, {only_t} target entries differ): "
+            "speculative decoding needs a draft from the same model family (same tokenizer)"
         )

@@ -1,11 +1,11 @@
 """The editable region of a next edit, and the file's lines shown around it.
 
-The region is `SPAN_ABOVE` lines above the cursor's line and `SPAN` below; widened to take in the latest edit's
-lines and one line either side when that edit is within `NEAR` lines (its neighbourhood is where
-the next edit most often is); then moved to syntax boundaries (`snap`: the syntax layer widens a
-side that cuts through a statement, by `REACH` lines at most); `MAX_LINES` lines at most, kept
-around the cursor. Around it the prompt shows up to `ABOVE` lines before and `BELOW` after, and
-`CONTEXT_CHARS` characters on each side. Pure functions of lines and rows.
+The region is `SPAN_ABOVE` lines above the cursor's line and `SPAN` below; widened to take in
+the latest edit's lines and one line either side when that edit is within `NEAR` lines (its
+neighbourhood is where the next edit most often is); then moved to syntax boundaries (`snap`: the
+syntax layer widens a side that cuts through a statement, by `REACH` lines at most); `MAX_LINES`
+lines at most, kept around the cursor. Around it the prompt shows up to `ABOVE` lines before and
+`BELOW` after, and `CONTEXT_CHARS` characters on each side. Pure functions of lines and rows.
 """
 
 from __future__ import annotations

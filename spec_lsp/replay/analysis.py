@@ -117,7 +117,8 @@ class Tally:
     predicted_chars: int = 0
     latencies: list[float] = field(default_factory=list)
     pause_waits: list[float] = field(default_factory=list)
-    # per pause: when it began (seconds into the session's replay), and its wait in ms (None: missed)
+    # per pause: when it began (seconds into the session's replay),
+    # and its wait in ms (None: missed)
     pause_log: list[tuple[float, float | None]] = field(default_factory=list)
     # for the plot: per session, its name and its (sent or t, arrived or None, kind) events
     timeline: list[tuple[str, list[tuple[float, float | None, str]]]] = field(default_factory=list)

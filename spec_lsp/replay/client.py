@@ -92,7 +92,8 @@ class LspClient:
     async def result(
         self, done: asyncio.Future[dict[str, Any]], method: str, timeout: float = 30.0
     ) -> Any:
-        """Waits for a sent request's response: its result, or ServerError (error, exit, timeout)."""
+        """Waits for a sent request's response: its result, or ServerError (error, exit,
+        timeout)."""
         closed: asyncio.Future[Any] = asyncio.ensure_future(self.closed.wait())
         try:
             waiting: set[asyncio.Future[Any]] = {done, closed}

@@ -255,7 +255,10 @@ def _change_gaps(session: Session, speed: float) -> dict[int, float]:
 
 def _progress_line(label: str, trace: SessionTrace) -> str:
     answered = sum(r.arrived is not None and r.error is None for r in trace.requests)
-    line = f"[{label}] {trace.name}: {trace.end:.1f} s, {len(trace.requests)} requests, {answered} answered"
+    line = (
+        f"[{label}] {trace.name}: {trace.end:.1f} s, {len(trace.requests)} requests, "
+        f"{answered} answered"
+    )
     if trace.late_ms_max > 50:
         line += f" (sent up to {trace.late_ms_max:.0f} ms late: the machine is busy)"
     return line

@@ -32,9 +32,16 @@ def problems() -> list[fim_problems.Problem]:
 
 def _row(**kw: object) -> Row:
     base: dict[str, object] = dict(
-        task_id="t", passed=False, outcome="failed", exact_first_line=False, tokens=0,
-        latency_ms=0.0, multi_line=False, hole_multi_line=False, completion="x",
-    )  # fmt: skip
+        task_id="t",
+        passed=False,
+        outcome="failed",
+        exact_first_line=False,
+        tokens=0,
+        latency_ms=0.0,
+        multi_line=False,
+        hole_multi_line=False,
+        completion="x",
+    )
     return Row(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -169,11 +176,13 @@ def test_the_figures_are_computed_from_the_rows() -> None:
 
 def test_a_widened_hole_takes_the_next_lines_of_its_block_and_still_passes_its_tests() -> None:
     problem = {
-        "task_id": "w", "prompt": "def f(xs):\n    s = 0\n", "entry_point": "f",
+        "task_id": "w",
+        "prompt": "def f(xs):\n    s = 0\n",
+        "entry_point": "f",
         "canonical_solution": "    for x in xs:\n",
         "suffix": "        s += x\n    return s\n\n\ndef g():\n    pass\n",
         "test": "def check(candidate):\n    assert candidate([1, 2]) == 3\n",
-    }  # fmt: skip
+    }
     two = fim_problems.widen(problem, 2)
     assert two["canonical_solution"] == "    for x in xs:\n        s += x\n"
     assert two["suffix"] == "    return s\n\n\ndef g():\n    pass\n"

@@ -20,10 +20,16 @@ from spec_lsp.cli import main
 
 def _row(i: int, passed: bool, ms: float) -> Row:
     return Row(
-        task_id=f"t/{i}", passed=passed, outcome="passed" if passed else "failed",
-        exact_first_line=passed, tokens=i, latency_ms=ms, multi_line=i % 3 == 0,
-        hole_multi_line=False, completion=f"x{i}",
-    )  # fmt: skip
+        task_id=f"t/{i}",
+        passed=passed,
+        outcome="passed" if passed else "failed",
+        exact_first_line=passed,
+        tokens=i,
+        latency_ms=ms,
+        multi_line=i % 3 == 0,
+        hole_multi_line=False,
+        completion=f"x{i}",
+    )
 
 
 ROWS = [_row(i, i % 4 != 1, 100.0 + 37 * (i % 7)) for i in range(10)]
@@ -38,12 +44,19 @@ def _report(offset: int, n: int, **changes: Any) -> dict[str, Any]:
     }
     drafting = {key: offset + n for key in fim.DRAFT_COUNTS}
     report = {
-        "data": "he.jsonl.gz", "preset": "coder", "device": "cpu", "drafting": drafting,
-        "offset": offset, "widen_to": 1, "max_tokens": 64, "timeout_s": 10.0, "threads": 2,
+        "data": "he.jsonl.gz",
+        "preset": "coder",
+        "device": "cpu",
+        "drafting": drafting,
+        "offset": offset,
+        "widen_to": 1,
+        "max_tokens": 64,
+        "timeout_s": 10.0,
+        "threads": 2,
         "gguf": "a.gguf",
         "modes": {mode: fim.summarize(r) for mode, r in rows.items()},
         "rows": {mode: [asdict(x) for x in r] for mode, r in rows.items()},
-    }  # fmt: skip
+    }
     return {**report, **changes}
 
 

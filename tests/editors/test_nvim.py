@@ -282,7 +282,8 @@ def test_server_counts_every_accept_and_partial_accept_the_plugin_reports(
     stats = keys_run.obs("stats")
     counted = (stats.get("accepted"), stats.get("partiallyAccepted"))
     assert counted == (full, partial), keys_run.explain(
-        f"server counted (accepted, partiallyAccepted) = {counted}, the plugin sent {(full, partial)}"
+        f"server counted (accepted, partiallyAccepted) = {counted}, "
+        f"the plugin sent {(full, partial)}"
     )
     assert stats.get("shown", 0) >= full + partial, keys_run.explain("shown undercounted")
 

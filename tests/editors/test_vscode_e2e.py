@@ -37,8 +37,8 @@ pytestmark = pytest.mark.editors
 def _tools() -> dict[str, str]:
     if os.environ.get("SPEC_LSP_SKIP_VSCODE") == "1" or not SETUP.exists():
         pytest.skip(
-            "VS Code e2e tools are not installed: run `make setup` (or bash editors/vscode/setup.sh);"
-            " SPEC_LSP_SKIP_VSCODE=1 skips them on purpose"
+            "VS Code e2e tools are not installed: run `make setup` "
+            "(or bash editors/vscode/setup.sh); SPEC_LSP_SKIP_VSCODE=1 skips them on purpose"
         )
     tools: dict[str, str] = json.loads(SETUP.read_text())
     missing = [f"{name}: {path}" for name, path in tools.items() if not Path(path).exists()]

@@ -1,6 +1,8 @@
-"""The VS Code extension's keybindings (editors/vscode/package.json) leave VS Code's own editing keys
-alone: accepting the next line of ghost text is Shift+Tab, as in llama.vscode, not Alt+Down, which
-is *Move Line Down* and was shadowed whenever ghost text showed (issue 42 item 4)."""
+"""The VS Code extension's keybindings leave VS Code's own editing keys alone.
+
+In editors/vscode/package.json, accepting the next line of ghost text is Shift+Tab, as in
+llama.vscode, not Alt+Down, which is *Move Line Down* and was shadowed whenever ghost text showed
+(issue 42 item 4)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "editors" / "vscode" / "package.json"
-# VS Code's default line-editing keys (Move / Copy Line Up / Down) a user keeps using with ghost text.
+# VS Code's default line-editing keys (Move / Copy Line Up / Down) a user keeps using with
+# ghost text.
 EDITING_KEYS = {"alt+up", "alt+down", "shift+alt+up", "shift+alt+down"}
 
 

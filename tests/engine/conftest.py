@@ -10,7 +10,10 @@ from spec_lsp.engine.loading import load_tokenizer, tiny_model
 CODE_PROMPTS = [
     "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n",
     "for i in range(10):\n    total += values[i] * weights[i]\nfor j in range(",
-    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n\n    def ",
+    (
+        "class Point:\n    def __init__(self, x, y):\n"
+        "        self.x = x\n        self.y = y\n\n    def "
+    ),
 ]
 
 

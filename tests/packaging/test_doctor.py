@@ -44,7 +44,8 @@ def _closed_port() -> int:
 
 def _remote(folder: Path, name: str, url: str) -> None:
     (folder / f"{name}.toml").write_text(
-        f'target = "bundled:smollm2-135m-instruct"\n[backend]\nkind = "llama-server"\nurl = "{url}"\n'
+        'target = "bundled:smollm2-135m-instruct"\n'
+        f'[backend]\nkind = "llama-server"\nurl = "{url}"\n'
     )
 
 

@@ -1,4 +1,4 @@
-"""The replayer end to end against a fake server slowed down on purpose (tests/replay/fake_server.py).
+"""The replayer end to end against a fake server slowed on purpose (tests/replay/fake_server.py).
 
 Gaps between keys and server delays are far apart (a factor of 5 or more), so the outcome does not
 depend on the machine's load.

@@ -4,7 +4,8 @@ directly, never through the environment's proxy, so neither the API key nor the 
 
 In-process checks count what the engine managed to send before the reader closed the connection;
 `test_the_servers_peak_memory_holds_under_huge_bodies` reads the peak memory (VmHWM) of a real
-`spec-lsp serve` subprocess while the engine offers a 400 MB error body and a 200 MB `/metrics` page.
+`spec-lsp serve` subprocess while the engine offers a 400 MB error body and a 200 MB `/metrics`
+page.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """No command runs a workspace's code through the Python children it starts (issue 41 items 1,
 10): each child is `python -P` with the empty and relative `PYTHONPATH` entries dropped
 (`spec_lsp.interpreter`), a GGUF's wheels come without any child (httpx, `engine.registry`), and
-every command drops those entries from its own path as it starts. The workspace here ships `pip.py`, `spec_lsp/`, `sitecustomize.py` and
-`torch.py`, each leaving a marker when imported; each command is started in it, and no marker may
-appear. (`serve` itself: test_workspace_choices.py::test_the_server_leaves_the_workspace...)"""
+every command drops those entries from its own path as it starts. The workspace here ships
+`pip.py`, `spec_lsp/`, `sitecustomize.py` and `torch.py`, each leaving a marker when imported; each
+command is started in it, and no marker may appear. (`serve` itself:
+test_workspace_choices.py::test_the_server_leaves_the_workspace...)"""
 
 from __future__ import annotations
 
