@@ -213,11 +213,15 @@ def _llama_rows(
 
 
 def _options(preset: str | None, device: str, max_tokens: int) -> Options:
-    """The server's default options with these; `prefetch` off (one request per document).
+    """The server's default options with these; `prefetch` off (one request per document);
+    `max_tokens` caps every answer, a whole block's too (the block rule's ends still apply).
     Raises FimError for an unknown or broken preset before anything loads."""
     from spec_lsp.presets import PresetError, load_preset
 
-    options = Options(device=device, max_tokens=max_tokens, prefetch=False)
+    block_tokens = min(Options.block_tokens, max_tokens)
+    options = Options(
+        device=device, max_tokens=max_tokens, prefetch=False, block_tokens=block_tokens
+    )
     options = options if preset is None else replace(options, preset=preset)
     try:
         load_preset(options.preset)

@@ -218,7 +218,7 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         type=int,
         default=Options.max_tokens,
         metavar="N",
-        help="most tokens a suggestion generates (the server's maxTokens)",
+        help="most tokens a suggestion generates, a whole block too (the server's maxTokens)",
     )
     p.add_argument(
         "--timeout", type=float, default=10.0, metavar="S", help="seconds per problem's tests"

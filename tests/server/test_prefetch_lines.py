@@ -56,11 +56,13 @@ async def test_accepting_the_first_line_answers_the_rest_of_the_suggestion_witho
 ) -> None:
     # A whole suggestion first: an early answer (`partialMs`; tests/server/test_early_answer.py)
     # would show its first lines only, on a machine where tiny takes over 100 ms to write it.
-    configure(client, {"partialMs": 0})
+    # The whole-block rule off: its cap and block ends would reshape tiny's gibberish at these
+    # places (tests/completion/test_whole_block.py tests it); typing through is what is tested.
+    configure(client, {"partialMs": 0, "blockTokens": 0})
     try:
         uri, text, shown, _ = await suggestion(client, "accept-line", MULTI, lines=True)
     finally:
-        configure(client, {"partialMs": 100})
+        configure(client, {"partialMs": 100, "blockTokens": 256})
     line = first_line(shown)
     assert 0 < len(line) < len(shown)
     before = await stats(client)
