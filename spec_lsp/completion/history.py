@@ -5,8 +5,9 @@ document as it is now. Each `didChange` content change is recorded with the line
 before it was applied (`EditHistory.record`): a change on the lines of the document's latest hunk,
 within `BURST_S` of it, is the same hunk (a burst of typing on one line is one hunk, and so is a
 line broken in two and typed on); any other change, the next line's included, starts a new one
-(a rename carried to the next line is two edits, the model sees both). A hunk whose text ends as it began (typed, then deleted) is dropped. Hunks below a change
-move with the lines it added or removed.
+(a rename carried to the next line is two edits, the model sees both). A hunk whose text ends as
+it began (typed, then deleted) is dropped. Hunks below a change move with the lines it added or
+removed.
 
 Bounded: `MAX_HUNKS` hunks per document, `MAX_HUNK_CHARS` characters of each side of a hunk (a
 longer side is kept as its first lines), `MAX_DOCS` documents; a document's history is forgotten

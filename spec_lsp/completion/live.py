@@ -262,11 +262,22 @@ class Generations:
                 "%s %s: queued %.0f ms, prompt %d tokens (%d reused, %d prefilled in %.0f ms), "
                 "%d generated, %.0f ms in all, %s; %s: %d of %d drafted accepted, %d gated "
                 "rounds, draft KV %d behind",
-                kind, live.uri.rsplit("/", 1)[-1], job.queue_ms, s.prompt_tokens,
-                s.reused_tokens, s.prefilled_tokens, s.prefill_ms, s.generated_tokens,
-                s.total_ms, s.stop_reason, s.method, s.accepted_tokens, s.proposed_tokens,
-                s.gated_rounds, s.draft_lag,
-            )  # fmt: skip
+                kind,
+                live.uri.rsplit("/", 1)[-1],
+                job.queue_ms,
+                s.prompt_tokens,
+                s.reused_tokens,
+                s.prefilled_tokens,
+                s.prefill_ms,
+                s.generated_tokens,
+                s.total_ms,
+                s.stop_reason,
+                s.method,
+                s.accepted_tokens,
+                s.proposed_tokens,
+                s.gated_rounds,
+                s.draft_lag,
+            )
         stats = job.future.result().stats
         self.stats.note_prefill(stats)
         if stats.short_window and self.on_short is not None:

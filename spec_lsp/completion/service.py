@@ -69,10 +69,16 @@ class CompletionService:
         )
         self.planner.configure(None, options)
         self.anticipation = Anticipation(
-            self.planner, self.docs, self.live, self.prefetch, self.reuse, self.feedback,
-            self.neighbours, lambda: self.options,
+            self.planner,
+            self.docs,
+            self.live,
+            self.prefetch,
+            self.reuse,
+            self.feedback,
+            self.neighbours,
+            lambda: self.options,
             lambda doc: self._serving(doc) and self.worker.capabilities.warm_up,
-        )  # fmt: skip
+        )
         self._opened: str | None = None  # the document opened last
         self.live.on_short = self.anticipation.fill_window  # a cold window fills on idle
         self.history = EditHistory()  # each document's recent edits (next edit's input)
@@ -94,7 +100,8 @@ class CompletionService:
     ) -> None:
         """The editor's cursor rests at (line, character) of `uri` (`spec-lsp/didMoveCursor`):
         on idle time, the prompt of a request there is prefilled (`Anticipation.warm_up`). A
-        document unknown, of another version than the one named, or a position outside it: nothing."""
+        document unknown, of another version than the one named, or a position outside it:
+        nothing."""
         doc = self.docs.get(uri)
         if doc is None or (version is not None and version != doc.version):
             return

@@ -229,9 +229,15 @@ class Gates:
             return IndexK(o.k_max)  # the copy index prices its own runs
         draft_cost = o.draft_cost if source == "draft" else 0.0
         return AdaptiveK(
-            o.k, 1, o.k_max, o.verify_cost, draft_cost, o.min_gain, o.backoff_tokens,
+            o.k,
+            1,
+            o.k_max,
+            o.verify_cost,
+            draft_cost,
+            o.min_gain,
+            o.backoff_tokens,
             o.backoff_max_tokens,
-        )  # fmt: skip
+        )
 
     def draft_pays(self, draft: Any) -> bool:
         """Whether a draft (model or head) can pay at all, were it always accepted."""

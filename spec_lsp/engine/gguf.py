@@ -35,7 +35,7 @@ LAYER_NAMES = {
 
 @dataclass(frozen=True)
 class Q4Blocks:
-    """A Q4_1 matrix [N, K]: weight[n, k] = scale[n, k // 32] * codes[n, k] + minimum[n, k // 32]."""
+    """A Q4_1 matrix [N, K]: weight[n, k] = scale[n, k // 32] * codes[n, k] + min[n, k // 32]."""
 
     codes: torch.Tensor  # [N, K] uint8 in 0..15
     scale: torch.Tensor  # [N, K / 32] float32 (exact fp16 values)

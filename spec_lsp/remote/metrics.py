@@ -130,7 +130,8 @@ class MetricsPoller:
         try:
             response = self._fetch()
         except (httpx.HTTPError, RemoteError):
-            return  # unreachable, or a page past its cap: generation's health says so; keep the last
+            # unreachable, or a page past its cap: generation's health says so; keep the last
+            return
         if response.status_code != 200:
             self.figures = None
             return

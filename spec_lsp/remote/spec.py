@@ -4,7 +4,7 @@
     kind = "llama-server"            # or "openai-compatible" (vLLM and others); "local" by default
     url = "http://127.0.0.1:8080"    # SPEC_LSP_REMOTE_URL overrides it (tests, a port chosen late)
     model = "qwen2.5-coder-7b"       # the served model's name (OpenAI-compatible servers need it)
-    api_key_env = "SPEC_LSP_API_KEY" # the key is read from this environment variable, never the file
+    api_key_env = "SPEC_LSP_API_KEY" # the key is read from this variable, never from the file
     connect_timeout_s = 2.0
     read_timeout_s = 10.0            # longest wait for the next streamed chunk
     verify_tls = true

@@ -31,7 +31,8 @@ async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
 
 def payload(line: str) -> dict[str, Any] | str | None:
     """A `data:` line's JSON object, `DONE` at the end, None for any other line (comments, event
-    names); an `error:` line, an `{"error": ...}` object or JSON that is no object: `RemoteError`."""
+    names); an `error:` line, an `{"error": ...}` object or JSON that is no object:
+    `RemoteError`."""
     if line.startswith("error:"):
         raise RemoteError(f"the engine reported an error: {line[6:].strip()[:200]}")
     if not line.startswith("data:"):

@@ -3,8 +3,8 @@
 `mode` says whether and how much to complete; `stop(text)` is the engine's stop callback (how
 much of the text to keep, or None to go on); `trim(text)` is the suggestion to show (None: show
 nothing); `block` says whether the whole-block rule holds (`block.py`: the generation may run
-to the block's end). `stop` and `trim` follow the same rules, so stopping early gives the same suggestion as
-trimming after. Neither raises: a bug in the rules falls back to `plain_cutter`, the
+to the block's end). `stop` and `trim` follow the same rules, so stopping early gives the same
+suggestion as trimming after. Neither raises: a bug in the rules falls back to `plain_cutter`, the
 language-independent rules, which is also what an unknown document gets. This module is the one
 place that fallback is defined.
 """

@@ -14,8 +14,9 @@ block stay, though they fail the last two steps, as their bodies are still to co
 `trim(text, capped=True)` is for a generation its token cap stopped: under the whole-block rule
 (`block.py`: an explicit request, or a blank line whose block is unwritten) its last line, cut
 inside, goes first. `stop(text)` is the engine's stop callback: the hard cut, as soon as the text
-that decides it has arrived. The final steps above depend only on the text before the cut, so stopping there gives
-the same suggestion as generating on and trimming after. The result is a prefix of the completion.
+that decides it has arrived. The final steps above depend only on the text before the cut, so
+stopping there gives the same suggestion as generating on and trimming after. The result is a
+prefix of the completion.
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ Reason = Literal[
 # A line starting with one of these continues the statement above it, even when dedented.
 CONTINUATION_STARTS = (".", "?", ":", "&&", "||", "+", "-", "*", "/", "=", "|", ")", "]", ",")
 _WORD = re.compile(r"\w+")
-PREFIX_WINDOW = 8000
-REPEAT_CHARS = 16  # a later line beginning with this much of the line after the cursor repeats it  # characters of the prefix scanned for the brackets open at the cursor
+PREFIX_WINDOW = 8000  # characters of the prefix scanned for the brackets open at the cursor
+REPEAT_CHARS = 16  # a later line beginning with this much of the line after the cursor repeats it
 
 
 @dataclass(frozen=True)

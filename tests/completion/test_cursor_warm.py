@@ -1,4 +1,5 @@
-"""The editor's resting cursor (`spec-lsp/didMoveCursor`) warms the prompt a request there would have.
+"""The editor's resting cursor (`spec-lsp/didMoveCursor`) warms the prompt a request there would
+have.
 
 A file opened deep in its text has a prompt window far from its top: warming its head up (what
 opening it does) computes nothing a request there reuses. A cursor notification prefills the

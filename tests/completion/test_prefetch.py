@@ -199,7 +199,7 @@ class WarmBackend(ScriptedBackend):
         return GenerationResult("", stats=GenerationStats(stop_reason="max_tokens"))
 
 
-async def test_opening_a_document_prefills_the_start_of_its_prompts_and_its_request_supersedes_it() -> (
+async def test_opening_a_document_prefills_its_prompts_start_and_its_request_supersedes_it() -> (
     None
 ):
     backend = WarmBackend("pass")

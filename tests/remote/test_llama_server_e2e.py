@@ -24,7 +24,10 @@ from tests.remote.lsp_doc import Doc, status_of, suggest
 pytestmark = [pytest.mark.llama_server, pytest.mark.timeout(300)]
 
 PROMPT = "def fibonacci(n):\n    "
-DOC = "import math\n\n\ndef area(radius):\n    return math.pi * radius ** 2\n\n\ndef perimeter(radius):\n    "
+DOC = (
+    "import math\n\n\ndef area(radius):\n    return math.pi * radius ** 2\n\n\n"
+    "def perimeter(radius):\n    "
+)
 
 
 def backend(server: LlamaServer) -> RemoteBackend:

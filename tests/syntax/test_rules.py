@@ -137,7 +137,10 @@ def test_the_cursor_line_is_not_cut_for_beginning_like_the_next_line() -> None:
 
 
 def test_a_model_going_round_a_two_line_loop_is_cut_before_the_second_round() -> None:
-    raw = "for line in lines:\n        if not line:\n            continue\n        if not line:\n            continue\n        if not line:"
+    raw = (
+        "for line in lines:\n        if not line:\n            continue\n"
+        "        if not line:\n            continue\n        if not line:"
+    )
     cutter = cutter_for("python", "def f(lines):\n    ", "\n")
     assert cutter.trim(raw) == "for line in lines:\n        if not line:\n            continue"
 

@@ -11,7 +11,11 @@ from spec_lsp.syntax import SyntaxService, cutter_for
 from spec_lsp.syntax.document import ParsedDocument
 from spec_lsp.syntax.languages import SPECS, grammar, new_parser, spec_for
 
-PY = 'import os\nfrom typing import Any\n\n\nclass Cache:\n    """Ünïcödé docstring ✓."""\n\n    def get(self, key: str) -> Any:\n        value = self.data.get(key)\n        \n        return value\n'
+PY = (
+    'import os\nfrom typing import Any\n\n\nclass Cache:\n    """Ünïcödé docstring ✓."""\n\n'
+    "    def get(self, key: str) -> Any:\n        value = self.data.get(key)\n        \n"
+    "        return value\n"
+)
 
 
 def _sexp(node: Node) -> str:
@@ -162,7 +166,10 @@ def test_stop_callback_stops_before_a_closer_already_right_of_the_cursor() -> No
 
 def test_context_after_a_body_last_statement_still_names_the_function() -> None:
     svc = SyntaxService()
-    text = "import re\n\n\nclass Parser:\n    def parse(self, s):\n        out = re.split(',', s)\n        \n"
+    text = (
+        "import re\n\n\nclass Parser:\n    def parse(self, s):\n"
+        "        out = re.split(',', s)\n        \n"
+    )
     svc.open("file:///p.py", "python", text)
     assert svc.context("file:///p.py", 6, 8) == (
         "import re\nclass Parser:\n    def parse(self, s):"
