@@ -119,5 +119,5 @@ def test_loading_maps_large_temporaries_and_restores_glibcs_running_thresholds(
     with load_heap.mmapped_temporaries():
         inside = list(calls)
     mmap, trim = load_heap.M_MMAP_THRESHOLD, load_heap.M_TRIM_THRESHOLD
-    assert inside == [(mmap, 1 << 20), (trim, 1 << 20)]
+    assert inside == [(mmap, 4 << 20), (trim, 4 << 20)]
     assert calls[2:] == [(mmap, 32 << 20), (trim, 64 << 20)]
