@@ -16,9 +16,8 @@ LSP, torch or tree-sitter. Two rules keep the engine's per-document KV cache use
   prefix window jumps, or the typed middle outgrows a quarter of the prefix budget. A cursor at
   the start of a line (every HumanEval infilling hole) has an empty middle: the prompt is the
   plain PSM one. The suffix keeps its 1/8 share of the context: cut shorter, it cost
-  fill-in-the-middle quality (Qwen2.5-Coder-1.5B, first 100 HumanEval single-line problems,
-  2026-12-04: pass@1 96% with the share, 93% ended at the enclosing top-level definition, 90% cut
-  to 80 budget tokens), and Qwen's SPM order restarts the file instead of filling the hole.
+  fill-in-the-middle quality (docs/benchmarks.md, "Fill-in-the-middle quality"), and Qwen's SPM
+  order restarts the file instead of filling the hole.
 - Everything before the typed text stays byte-identical between keystrokes: the prefix window
   starts on a line boundary that only moves in jumps (a quarter of the budget at a time), and the
   context (imports, enclosing scope headers) is placed first and only when the window does not

@@ -217,9 +217,9 @@ class LeanDecoder:
 
     def _cache_dtype(self) -> torch.dtype:
         """float16 where the layers are GGUF blocks run by the native kernels (as llama.cpp keeps
-        its cache): attention reads half the bytes (at ~850 cached tokens it is a third of a
-        one-token pass on this project's 2-core Zen 1), and its rounding is far below the int8
-        activations'. A float32 model keeps a float32 cache."""
+        its cache): attention reads half the bytes (a large share of a one-token pass over a long
+        context: docs/benchmarks.md), and its rounding is far below the int8 activations'. A
+        float32 model keeps a float32 cache."""
         blocks = any(isinstance(layer, BlockLinear) for layer in self._fused)
         return torch.float16 if self.native and blocks else self.dtype
 

@@ -12,9 +12,9 @@ kernel computes 8 output rows in the 8 lanes of one vector (tests/engine/test_na
 bytes, in another order: no memory is added.
 
 Passes of any length run the integer kernels: decode and verification, and prefill chunks too,
-where they beat float32 products by the de-quantized matrix (a 128-row chunk of the bundled
-target's gate/up product: 6.0 against 11.6 ms on this project's 2-core Zen 1, de-quantizing
-included); a prefill's KV is then computed with the very numbers decoding uses. Rows permute and
+where they beat float32 products by the de-quantized matrix, de-quantizing included
+(docs/benchmarks.md, "Kernels"); a prefill's KV is then computed with the very numbers decoding
+uses. Rows permute and
 concatenate as bytes (`fusion`). Knows nothing of presets or the engine: modules in, modules out.
 """
 
