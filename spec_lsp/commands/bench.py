@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from spec_lsp.commands.bench_blocks import register_blocks
+from spec_lsp.commands.peer_args import add_llama_server_arguments
 from spec_lsp.config import Options
 
 PRESET_HELP = "model pair: a preset name (spec-lsp models list) or a .toml file"
@@ -224,16 +225,7 @@ def _register_fim(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "--timeout", type=float, default=10.0, metavar="S", help="seconds per problem's tests"
     )
     p.add_argument("--json", metavar="PATH", help="write the report with per-problem rows")
-    p.add_argument(
-        "--llama-server",
-        choices=("auto", "off"),
-        default="auto",
-        help="rows for llama-server's /infill (auto: when its binary and --gguf exist)",
-    )
-    p.add_argument(
-        "--gguf", type=Path, metavar="PATH", help="the GGUF llama-server serves (default: none)"
-    )
-    p.add_argument("--threads", type=int, metavar="N", help="torch and llama-server threads")
+    add_llama_server_arguments(p)
     p.set_defaults(func=cmd_fim)
 
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from spec_lsp.commands.peer_args import add_llama_server_arguments
 from spec_lsp.config import Options
 
 DEVICE_HELP = "where the models run: auto (CUDA when torch sees a GPU), cpu or cuda"
@@ -46,16 +47,7 @@ def register_blocks(bsub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "--timeout", type=float, default=60.0, metavar="S", help="seconds per hole's tests"
     )
     p.add_argument("--json", metavar="PATH", help="write the report with per-hole rows")
-    p.add_argument(
-        "--llama-server",
-        choices=("auto", "off"),
-        default="auto",
-        help="rows for llama-server's /infill (auto: when its binary and --gguf exist)",
-    )
-    p.add_argument(
-        "--gguf", type=Path, metavar="PATH", help="the GGUF llama-server serves (default: none)"
-    )
-    p.add_argument("--threads", type=int, metavar="N", help="torch and llama-server threads")
+    add_llama_server_arguments(p)
     p.add_argument(
         "--modes",
         default="before,after",
