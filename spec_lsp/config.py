@@ -208,6 +208,26 @@ SETTINGS: tuple[Setting, ...] = (
         "in them, never other files' context; added to the built-in list (`.env*`, `*.pem`, "
         "`*.key`, `id_rsa*`, `.netrc`, `credentials*`, `*secret*`..., docs/security.md)",
     ),
+    Setting(
+        "cross_file",
+        True,
+        "other files' chunks in completion prompts: a ring of blocks of recently opened or edited "
+        "files, chosen as you pause (never a private file's); false: none",
+    ),
+    Setting(
+        "definitions",
+        True,
+        "definitions of the names near the cursor (the call being written, the receiver's type, "
+        "names used in the enclosing function) from an index of the workspace's files, as "
+        "signatures with their docstrings' first lines, in completion prompts (never a private "
+        "or git-ignored file's); false: none, and no index",
+    ),
+    Setting(
+        "edit_context",
+        True,
+        "the recent edits of the files you edit (as diffs) in completion prompts (never a "
+        "private file's); false: none",
+    ),
 )
 SETTING: dict[str, Setting] = {s.name: s for s in SETTINGS}
 _D: dict[str, Any] = {s.name: s.default for s in SETTINGS}
@@ -234,6 +254,9 @@ class Options:
     next_edit: bool = _D["next_edit"]
     exclude: tuple[str, ...] = _D["exclude"]
     private_files: tuple[str, ...] = _D["private_files"]
+    cross_file: bool = _D["cross_file"]
+    definitions: bool = _D["definitions"]
+    edit_context: bool = _D["edit_context"]
 
     def language_enabled(self, language_id: str) -> bool:
         langs = self.enabled_languages

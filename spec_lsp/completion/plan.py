@@ -72,11 +72,13 @@ class Planner:
         self.short_tokens = 0
         self._generation: tuple[object, ...] = ()
         self._block_tokens = 0  # the whole-block rule's cap (0: the rule is off)
+        self._cross_file = True  # the `crossFile` option: the ring's chunks go in prompts
         self._rate, self._short_args = prefill_rate, (0, "none", 0, 0)
 
     def configure(self, info: ModelInfo | None, options: Options) -> None:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
         self._generation = (options.max_tokens, options.speculation, options.block_tokens)
+        self._cross_file = options.cross_file
         # A block's cap, never under one line's (`maxTokens` may be set above `blockTokens`).
         self._block_tokens = options.block_tokens and max(options.block_tokens, options.max_tokens)
         if info is not None:
@@ -173,8 +175,11 @@ class Planner:
         return self.at(doc, row, col, remember=False, prefill_only=True)
 
     def files(self, doc: Document, lines: list[str]) -> tuple[str, Chunks]:
-        """Other files' chunks as the prompt places them first (and the chunks)."""
+        """Other files' chunks as the prompt places them first (and the chunks); none with
+        `crossFile` off."""
         assert self.prompts is not None
+        if not self._cross_file:
+            return "", []
         chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
         family, limit = self.prompts.template.family, self.prompts.budget.prefix_chars // 3
         return render(family, doc.language_id, chunks, doc.uri, limit), chunks

@@ -48,6 +48,24 @@ async def test_other_files_come_first_and_change_only_after_a_pause() -> None:
     assert "# notes.py\n# notes:" in backend.calls[-1].prompt
 
 
+async def test_cross_file_off_leaves_the_in_file_prompt_alone() -> None:
+    """`crossFile` false: no other file's chunk, the prompt is the one file's (and turning it on
+    again brings the ring back)."""
+    backend = ScriptedBackend("x")
+    backend.free_running = True
+    alone = await service_with(ScriptedBackend("x"))
+    alone.did_open(USE, "python", 1, USE_TEXT)
+    await alone.complete(USE, *end(alone, USE), "utf-16")
+    service = await service_with(backend, cross_file=False)
+    service.did_open(DEFS, "python", 1, DEFS_TEXT)
+    service.did_open(USE, "python", 1, USE_TEXT)
+    await service.complete(USE, *end(service, USE), "utf-16")
+    assert backend.calls[-1].prompt == alone.worker.backend.calls[-1].prompt  # type: ignore[union-attr]
+    service.set_options(Options(max_tokens=32, prefetch=False))
+    await keystroke(service, 2, "a")  # not the suggestion typed through: the model runs
+    assert backend.calls[-1].prompt.startswith("# shapes.py\nclass Rectangle:")
+
+
 async def test_two_files_on_the_tiny_model_prefill_under_8_tokens_per_keystroke() -> None:
     worker = InferenceWorker(asyncio.get_running_loop())
     loaded = asyncio.Event()

@@ -36,6 +36,9 @@ export const SERVER_KEYS = [
   "nextEdit",
   "exclude",
   "privateFiles",
+  "crossFile",
+  "definitions",
+  "editContext",
 ] as const;
 // end of settings
 
