@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from spec_lsp.config import MODEL_FIELDS, Options, camel, merge
-from spec_lsp.engine import origin
+from spec_lsp.engine.sources import origin
 from spec_lsp.presets import Preset, PresetError, load_preset
 
 KINDS = ("remote", "download")  # what `--allow-client-presets` may allow beyond local presets

@@ -69,7 +69,7 @@ smoke() {  # BINARY: prints why it failed, or nothing
 import sys
 from pathlib import Path
 from spec_lsp.benchmarks.llama_cpp import smoke_test
-from spec_lsp.engine.sources import bundled_gguf
+from spec_lsp.engine.from_source import bundled_gguf
 try:
     print(smoke_test(Path(sys.argv[1]), bundled_gguf("smollm2-135m-instruct")))
 except RuntimeError as exc:  # its first line says why: "llama-server exited (killed by SIGILL)"

@@ -46,8 +46,9 @@ def _file_texts(patterns: Iterable[str], limit: int) -> dict[str, list[str]]:
 
 
 def _pass_ms(gguf: str, tokenizer: object, rows: int) -> float:
-    from spec_lsp.engine import gguf_model, lean
+    from spec_lsp.engine import lean
     from spec_lsp.engine.draft_vocab import restrict_output
+    from spec_lsp.engine.weights import gguf_model
 
     model = gguf_model.load_model(Path(gguf).expanduser())
     if rows:

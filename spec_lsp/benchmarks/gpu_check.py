@@ -16,8 +16,8 @@ BANDWIDTH_GBS = {"H200": 4800, "H100": 3350, "A100": 2039, "L40S": 864, "L4": 30
 def main(argv: list[str] | None = None) -> int:
     from spec_lsp.benchmarks import engine_bench
     from spec_lsp.benchmarks.prompts import bench_prompts
-    from spec_lsp.engine.quant import weight_bytes
     from spec_lsp.engine.timing import pass_costs
+    from spec_lsp.engine.weights.quant import weight_bytes
     from spec_lsp.presets import load_preset_engine
 
     p = argparse.ArgumentParser(prog="gpu-check")

@@ -34,13 +34,13 @@ def gguf_for(source: str | None) -> Path | None:
     if not source:
         return None
     if source.startswith("gguf:"):
-        from spec_lsp.engine.fetch import gguf_path
+        from spec_lsp.engine.sources.fetch import gguf_path
 
         return gguf_path(source.split(":", 1)[1])
     if source.lower().endswith(".gguf"):
         return Path(source).expanduser()
     if source.startswith("bundled:"):
-        from spec_lsp.engine.sources import bundled_gguf
+        from spec_lsp.engine.from_source import bundled_gguf
 
         return bundled_gguf(source.split(":", 1)[1])
     return None

@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     server = None
     url = args.url
     if url is None:
-        from spec_lsp.engine.sources import bundled_gguf
+        from spec_lsp.engine.from_source import bundled_gguf
 
         binary = find_llama_server()
         if binary is None:

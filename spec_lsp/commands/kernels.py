@@ -28,7 +28,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def build_kernels(force: bool = False) -> int:
     """Builds (or checks) the kernels, printing progress to stderr and the outcome to stdout;
     1 when they cannot be built or loaded (torch's kernels then run: slower, same numbers)."""
-    from spec_lsp.engine import native
+    from spec_lsp.engine.weights import native
 
     if not native.wanted():
         print("native kernels: off here (SPEC_LSP_KERNELS=torch or not x86-64); torch's run")

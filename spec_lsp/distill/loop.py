@@ -52,7 +52,7 @@ def load_plain(path: Path) -> Any:
 class Teacher:
     model: Any  # the target, a transformers causal LM
     tokenizer: Any
-    fingerprint: str  # `spec_lsp.engine.sources.vocab_fingerprint` of the tokenizer
+    fingerprint: str  # `spec_lsp.engine.from_source.vocab_fingerprint` of the tokenizer
 
 
 def separator_id(tokenizer: Any) -> int:

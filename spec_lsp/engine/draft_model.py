@@ -27,7 +27,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.models.llama.modeling_llama import LlamaModel, LlamaPreTrainedModel
 from transformers.utils.deprecation import deprecate_kwarg
 
-from spec_lsp.engine.sources import DistilledConfig, target_embeddings
+from spec_lsp.engine.from_source import DistilledConfig, target_embeddings
 
 WEIGHTS = "model.safetensors"
 MODEL_TYPE = "spec_lsp_draft"

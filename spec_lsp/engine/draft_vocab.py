@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from spec_lsp.engine.qblocks import BlockLinear
+from spec_lsp.engine.weights.qblocks import BlockLinear
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,6 @@ prices against the target's verification.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
-
 import torch
 
 from spec_lsp.engine.cache import DraftState, ModelState, common_prefix_len
@@ -31,28 +28,8 @@ from spec_lsp.engine.copyindex import CopyIndex, Source, walk
 from spec_lsp.engine.gate import AdaptiveK as AdaptiveK  # the draft length: priced in gate.py
 from spec_lsp.engine.gate import best_run
 from spec_lsp.engine.head import HeadState, SpecHead
+from spec_lsp.engine.proposal import Proposal
 from spec_lsp.engine.verify import probs_from_logits
-
-
-@dataclass
-class Proposal:
-    tokens: list[int]
-    probs: torch.Tensor | None = None  # [k, Vd] draft distributions; None: deterministic proposal
-    source: str = ""
-    steps: int = 0  # draft passes run (model or head); 0 for a lookup
-
-
-class Drafter(Protocol):
-    name: str
-
-    def propose(
-        self,
-        context: list[int],
-        k: int,
-        draft_state: DraftState | None,
-        temperature: float,
-        generator: torch.Generator | None,
-    ) -> Proposal: ...
 
 
 class NgramDrafter:

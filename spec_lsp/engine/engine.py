@@ -34,7 +34,6 @@ from spec_lsp.engine.decoding import Decoding, emit
 from spec_lsp.engine.drafters import (
     CopyDrafter,
     CopyK,
-    Drafter,
     HeadDrafter,
     HeadDraftState,
     IndexDrafter,
@@ -46,6 +45,7 @@ from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_rou
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.lean import Interrupted, interruptible
 from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine's knobs
+from spec_lsp.engine.proposal import Drafter
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 from spec_lsp.engine.vocabulary import eos_ids
 

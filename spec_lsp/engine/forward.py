@@ -24,10 +24,10 @@ import torch
 from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
-from spec_lsp.engine import native
 from spec_lsp.engine.api import FORWARDS
 from spec_lsp.engine.head import SpecHead
 from spec_lsp.engine.lean import LeanDecoder
+from spec_lsp.engine.weights import native
 
 KERNEL_FAMILIES = (
     "native-amx",

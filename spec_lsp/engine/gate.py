@@ -48,8 +48,8 @@ from spec_lsp.engine.timing import draft_step_cost
 
 if TYPE_CHECKING:
     from spec_lsp.engine.cache import DraftState
-    from spec_lsp.engine.drafters import Drafter, Proposal
     from spec_lsp.engine.options import EngineOptions
+    from spec_lsp.engine.proposal import Drafter, Proposal
 
 log = logging.getLogger(__name__)
 

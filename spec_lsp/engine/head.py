@@ -36,7 +36,7 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 
-from spec_lsp.engine.sources import DistilledConfig, target_embeddings
+from spec_lsp.engine.from_source import DistilledConfig, target_embeddings
 
 WEIGHTS = "model.safetensors"
 MODEL_TYPE = "spec_lsp_head"

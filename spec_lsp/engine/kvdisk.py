@@ -38,10 +38,11 @@ from typing import Any
 
 import torch
 
-from spec_lsp.engine import native
 from spec_lsp.engine.cache import DocState, ModelState
 from spec_lsp.engine.kvfiles import BlockFolder
 from spec_lsp.engine.lean import LeanCache, LeanDecoder
+from spec_lsp.engine.sources.cache_root import cache_dir
+from spec_lsp.engine.weights import native
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,6 @@ def folder(options: Any) -> Path | None:
         return Path(options.kv_disk_dir)
     if os.environ.get("SPEC_LSP_KV_DISK", "").lower() in ("off", "0", "no", "false"):
         return None
-    from spec_lsp.engine.fetch import cache_dir
-
     return cache_dir() / "kv"
 
 

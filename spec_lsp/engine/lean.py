@@ -45,8 +45,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from spec_lsp.engine import compact, fusion, native
-from spec_lsp.engine.qblocks import BlockLinear
+from spec_lsp.engine.weights import compact, fusion, native
+from spec_lsp.engine.weights.qblocks import BlockLinear
 
 ARCHITECTURES = ("llama", "qwen2")
 ROPE_TYPES = ("default", "linear", "llama3")  # a fixed inv_freq: nothing depends on the length

@@ -16,24 +16,19 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 from transformers import PreTrainedModel
 
-from spec_lsp.engine import compact, draft_model, native, origin
-from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS
+from spec_lsp.engine import draft_model
+from spec_lsp.engine.api import FORWARDS
 from spec_lsp.engine.draft_vocab import restrict_output
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import choose_forwards
-from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
-from spec_lsp.engine.head import SpecHead, load_head
-from spec_lsp.engine.load_heap import mmapped_temporaries
-from spec_lsp.engine.progress import Steps
-from spec_lsp.engine.progress import scope as progress_scope
-from spec_lsp.engine.sources import (
+from spec_lsp.engine.from_source import (
     BUILTIN_TOKENIZER,
     ModelLoadError,
     Progress,
@@ -47,9 +42,17 @@ from spec_lsp.engine.sources import (
     tiny_model,
     vocab_fingerprint,
 )
+from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
+from spec_lsp.engine.head import SpecHead, load_head
+from spec_lsp.engine.load_spec import LoadSpec
+from spec_lsp.engine.progress import Steps
+from spec_lsp.engine.progress import scope as progress_scope
+from spec_lsp.engine.sources import origin
 from spec_lsp.engine.timing import pass_costs, warm_up
 from spec_lsp.engine.vocabulary import check_vocab
 from spec_lsp.engine.weight_formats import apply_weights, mapped_models
+from spec_lsp.engine.weights import compact, native
+from spec_lsp.engine.weights.load_heap import mmapped_temporaries
 from spec_lsp.heap import release_free_memory
 
 log = logging.getLogger(__name__)
@@ -75,53 +78,6 @@ __all__ = [
     "tiny_model",
     "vocab_fingerprint",
 ]
-
-
-@dataclass(frozen=True)
-class LoadSpec:
-    """What to load, as plain values. Sources are `bundled:<name>`, `builtin:tiny-*`, a local
-    directory or a hub id (the app resolves its relative paths before)."""
-
-    name: str
-    target: str
-    draft: str | None = None
-    method: str = "ngram"  # the engine's default drafting method
-    context_tokens: int = 2048
-    draft_vocab: int = 0  # the draft's output over this many first ids (`draft_vocab`); 0: all
-    dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})
-    # Weight format per device (`quant.WEIGHT_FORMATS`); a device not named loads in its dtype.
-    weights: dict[str, str] = field(default_factory=dict)
-    output_weights: str | None = None  # the output projection's format; default: int8 with int4
-    measure_verify: bool = True  # time target passes over 1..k_max+1 tokens for adaptive k
-    # "lean": the engine's own forward for Llama-family models on a CPU (`lean`), where it applies;
-    # "transformers": the model's own forward everywhere.
-    forward: str = "lean"
-    # config.json files of the architectures, for `random_weights` (timing only).
-    target_config: Path | None = None
-    draft_config: Path | None = None
-    trust_remote_code: bool = False
-
-    def torch_dtype(self, device: str) -> torch.dtype:
-        name = self.dtype.get(device.split(":")[0], "float32")
-        dtype = getattr(torch, name, None)
-        if not isinstance(dtype, torch.dtype):
-            raise ModelLoadError(f"{self.name}: unknown dtype {name!r}")
-        return dtype
-
-    def weight_format(self, device: str) -> str:
-        """The format asked for on `device` (what runs there: `quant.effective_format`)."""
-        kind = device.split(":")[0]
-        return self.weights.get(kind) or self.dtype.get(kind, "float32")
-
-    def keeps_blocks(self, device: str) -> bool:
-        """Whether a GGUF source runs its own blocks on `device`: unless the preset names a float
-        format there (`[weights] cpu = "float32"`: de-quantized, e.g. a bench's reference)."""
-        return self.weights.get(device.split(":")[0]) not in FLOAT_FORMATS
-
-    def output_format(self, device: str) -> str:
-        fmt = self.weight_format(device)
-        # int4 for the output too costs top-1 agreement (its rows are Q8_0 in the bundled GGUF).
-        return self.output_weights or ("int8" if fmt == "int4" else fmt)
 
 
 def draft_kind(source: str) -> str:

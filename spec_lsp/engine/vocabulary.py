@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec_lsp.engine.sources import ModelLoadError
+from spec_lsp.engine.from_source import ModelLoadError
 
 # Special tokens that end a generation wherever a vocabulary has them (as llama.cpp's end-of-
 # generation set): a FIM model answers a hole and then writes <|endoftext|> or starts another

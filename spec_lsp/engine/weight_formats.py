@@ -8,23 +8,23 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from spec_lsp.engine import compact, quant
 from spec_lsp.engine.api import FLOAT_FORMATS
-from spec_lsp.engine.attention import use_exact_attention
-from spec_lsp.engine.gguf import Q8Blocks
+from spec_lsp.engine.from_source import bundled_dir, bundled_gguf, is_gguf
 from spec_lsp.engine.head import SpecHead
-from spec_lsp.engine.qblocks import BlockLinear
-from spec_lsp.engine.sources import bundled_dir, bundled_gguf, is_gguf
+from spec_lsp.engine.weights import compact, quant
+from spec_lsp.engine.weights.attention import use_exact_attention
+from spec_lsp.engine.weights.gguf import Q8Blocks
+from spec_lsp.engine.weights.qblocks import BlockLinear
 
 if TYPE_CHECKING:
-    from spec_lsp.engine.loading import LoadSpec
+    from spec_lsp.engine.load_spec import LoadSpec
 
 
 def gguf_blocks(source: str) -> dict[str, Any]:
     """A bundled target's quantized GGUF blocks by parameter name (empty for other sources)."""
     if not source.startswith("bundled:"):
         return {}
-    from spec_lsp.engine.gguf import read_blocks_cached
+    from spec_lsp.engine.weights.gguf import read_blocks_cached
 
     name = source.split(":", 1)[1]
     return dict(

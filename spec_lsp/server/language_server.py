@@ -267,7 +267,7 @@ def kernels_error() -> str | None:
     """`engine.native.failure()` once a load has tried the kernels; never imports torch itself.
     While the worker thread still imports the module (torch takes seconds), it is in sys.modules
     half made: nothing to report yet (reading it then raised AttributeError into a status)."""
-    native = sys.modules.get("spec_lsp.engine.native")
+    native = sys.modules.get("spec_lsp.engine.weights.native")
     if native is None or getattr(getattr(native, "__spec__", None), "_initializing", False):
         return None
     failure = getattr(native, "failure", None)

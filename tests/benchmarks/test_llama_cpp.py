@@ -114,8 +114,8 @@ def test_run_peer_asks_greedy_uncached_completions_and_keeps_their_tokens(
 def test_gguf_for_maps_each_kind_of_source_to_its_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from spec_lsp.engine import fetch
-    from spec_lsp.engine.sources import bundled_gguf
+    from spec_lsp.engine.from_source import bundled_gguf
+    from spec_lsp.engine.sources import fetch
 
     asked: list[str] = []
 
@@ -246,7 +246,7 @@ def test_a_crash_on_an_unknown_instruction_is_named() -> None:
 
 @pytest.mark.llama_server
 def test_the_real_server_drafts_with_a_draft_gguf_and_reports_its_counters() -> None:
-    from spec_lsp.engine.sources import bundled_gguf
+    from spec_lsp.engine.from_source import bundled_gguf
 
     binary = llama_cpp.server_binary()
     if binary is None:

@@ -12,7 +12,7 @@ import torch
 
 from spec_lsp.distill.loop import Teacher
 from spec_lsp.distill.train import DistillConfig, distill
-from spec_lsp.engine.sources import load_model, load_tokenizer, vocab_fingerprint
+from spec_lsp.engine.from_source import load_model, load_tokenizer, vocab_fingerprint
 
 TARGET = "builtin:tiny-target"
 

@@ -15,8 +15,8 @@ from spec_lsp.distill.train import distill
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.draft_model import SpecDraftForCausalLM, load_draft
 from spec_lsp.engine.engine import EngineOptions
+from spec_lsp.engine.from_source import load_tokenizer, vocab_fingerprint
 from spec_lsp.engine.loading import ModelLoadError
-from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
 from spec_lsp.presets import load_preset_engine
 
 from .conftest import TARGET, small_config

@@ -15,9 +15,9 @@ from spec_lsp.distill.head_train import HeadConfig, distill_head
 from spec_lsp.distill.loop import Teacher, trained_weights
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.engine import EngineOptions
+from spec_lsp.engine.from_source import load_tokenizer, vocab_fingerprint
 from spec_lsp.engine.head import SpecHead, is_head_dir, load_head
 from spec_lsp.engine.loading import ModelLoadError
-from spec_lsp.engine.sources import load_tokenizer, vocab_fingerprint
 from spec_lsp.presets import load_preset_engine
 
 from .conftest import TARGET

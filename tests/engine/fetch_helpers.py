@@ -17,8 +17,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from spec_lsp.engine import fetch, registry
-from spec_lsp.engine.wheels import Wheels
+from spec_lsp.engine.sources import fetch, registry
+from spec_lsp.engine.sources.wheels import Wheels
 
 NAME = "fake-coder"
 

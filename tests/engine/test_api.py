@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from spec_lsp import config, presets
-from spec_lsp.engine import api, forward, loading, quant
+from spec_lsp.engine import api, forward, loading
 from spec_lsp.engine.api import (
     CAPABILITY_METHODS,
     STOP_REASONS,
@@ -22,6 +22,7 @@ from spec_lsp.engine.api import (
     GenerationResult,
     GenerationStats,
 )
+from spec_lsp.engine.weights import quant
 from spec_lsp.inprocess import LastResultBackend
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.remote.llama_server import STOP_TYPES, LlamaServerBackend

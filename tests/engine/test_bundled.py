@@ -6,8 +6,8 @@ import pytest
 
 from spec_lsp.benchmarks.prompts import bench_prompts
 from spec_lsp.engine.api import GenerationRequest
-from spec_lsp.engine.compact import Q8Embedding
 from spec_lsp.engine.loading import is_available_offline
+from spec_lsp.engine.weights.compact import Q8Embedding
 from spec_lsp.presets import load_preset_engine
 
 pytestmark = pytest.mark.bundled

@@ -9,11 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from spec_lsp.engine import native
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.draft_vocab import RestrictedOutput, kept_ids, restrict_output
 from spec_lsp.engine.loading import LoadSpec, load_engine
-from spec_lsp.engine.qblocks import BlockLinear
+from spec_lsp.engine.weights import native
+from spec_lsp.engine.weights.qblocks import BlockLinear
 
 from .conftest import CODE_PROMPTS, make_engine
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from spec_lsp.engine import lean, native
+from spec_lsp.engine import lean
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.engine import SpecEngine
 from spec_lsp.engine.forward import (
@@ -22,7 +22,8 @@ from spec_lsp.engine.forward import (
     kernel_family,
     planned_kernel_family,
 )
-from spec_lsp.engine.sources import tiny_model
+from spec_lsp.engine.from_source import tiny_model
+from spec_lsp.engine.weights import native
 from spec_lsp.presets import load_preset_engine
 from tests.engine.gguf_files import VOCAB, write_tiny
 

@@ -11,8 +11,9 @@ import torch
 
 from spec_lsp.engine.api import GenerationRequest, GenerationResult
 from spec_lsp.engine.cache import ModelState
-from spec_lsp.engine.drafters import ModelDrafter, NgramDrafter, Proposal
+from spec_lsp.engine.drafters import ModelDrafter, NgramDrafter
 from spec_lsp.engine.gate import AdaptiveK
+from spec_lsp.engine.proposal import Proposal
 
 from .conftest import CODE_PROMPTS, make_engine
 from .test_head import tiny_head

@@ -13,8 +13,8 @@ import pytest
 
 from spec_lsp.engine.api import CancelToken, GenerationRequest
 from spec_lsp.engine.forward import Forwards
+from spec_lsp.engine.from_source import tiny_model
 from spec_lsp.engine.lean import LeanDecoder
-from spec_lsp.engine.sources import tiny_model
 
 from .conftest import CODE_PROMPTS, make_engine
 

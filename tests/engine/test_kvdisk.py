@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.engine import kvdisk, kvfiles, native, quant
+from spec_lsp.engine import kvdisk, kvfiles
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.cache import ModelState
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import Forwards, kernel_family
+from spec_lsp.engine.from_source import tiny_model
 from spec_lsp.engine.lean import LeanDecoder
-from spec_lsp.engine.sources import tiny_model
+from spec_lsp.engine.weights import native, quant
 from tests.engine.conftest import CODE_PROMPTS
 
 CHUNK = 128  # the engine's prefill chunk

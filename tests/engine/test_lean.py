@@ -6,10 +6,11 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
-from spec_lsp.engine import fusion, lean, native, quant
+from spec_lsp.engine import lean
 from spec_lsp.engine.cache import ModelState, kv_bytes_per_token
 from spec_lsp.engine.forward import TransformersForward, choose_forward
-from spec_lsp.engine.sources import tiny_model
+from spec_lsp.engine.from_source import tiny_model
+from spec_lsp.engine.weights import fusion, native, quant
 
 
 def _model(fmt: str = "float32", seed: int = 3) -> torch.nn.Module:

@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from spec_lsp.commands.complete import LoadPrinter
-from spec_lsp.engine import gguf_model, native, progress, qblocks
-from spec_lsp.engine.gguf_index import FileRows, read_index
+from spec_lsp.engine import progress
 from spec_lsp.engine.loading import LoadSpec, load_engine
+from spec_lsp.engine.weights import gguf_model, native, qblocks
+from spec_lsp.engine.weights.gguf_index import FileRows, read_index
 from tests.engine.gguf_files import write_tiny
 
 Reports = list[tuple[str, float]]
@@ -112,7 +113,7 @@ def test_the_cli_prints_each_step_with_its_fraction_and_seconds_thinning_sub_ste
 def test_loading_maps_large_temporaries_and_restores_glibcs_running_thresholds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from spec_lsp.engine import load_heap
+    from spec_lsp.engine.weights import load_heap
 
     calls: list[tuple[int, int]] = []
     monkeypatch.setattr(load_heap, "_mallopt", lambda: lambda p, v: calls.append((p, v)) or 1)

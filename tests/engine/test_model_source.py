@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine import fetch, hub
-from spec_lsp.engine.wheels import Wheels
+from spec_lsp.engine.sources import fetch, hub
+from spec_lsp.engine.sources.wheels import Wheels
 from tests.engine.fetch_helpers import NAME, copy_download, fake_parts, make_wheelhouse
 
 

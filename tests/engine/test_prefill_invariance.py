@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.engine import fusion, gguf_model, lean, native, quant
-from spec_lsp.engine.sources import tiny_model
+from spec_lsp.engine import lean
+from spec_lsp.engine.from_source import tiny_model
+from spec_lsp.engine.weights import fusion, gguf_model, native, quant
 from tests.engine.gguf_files import write_tiny
 
 PASSES = (128, 64, 33, 32, 7, 1)  # the engine's chunk, longer and shorter than 32 rows, decoding

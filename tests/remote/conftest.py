@@ -44,7 +44,7 @@ def llama_server_binary() -> Path:
 def llama_server(
     llama_server_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LlamaServer]:
-    from spec_lsp.engine.sources import bundled_gguf
+    from spec_lsp.engine.from_source import bundled_gguf
 
     log = tmp_path_factory.mktemp("llama") / "llama-server.log"
     server = LlamaServer(llama_server_binary, bundled_gguf("smollm2-135m-instruct"), log=log)

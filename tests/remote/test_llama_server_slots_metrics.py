@@ -26,7 +26,7 @@ SPECULATION = ("--spec-type", "ngram-mod", "--spec-draft-n-max", "4")
 def server(
     llama_server_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LlamaServer]:
-    from spec_lsp.engine.sources import bundled_gguf
+    from spec_lsp.engine.from_source import bundled_gguf
 
     log = tmp_path_factory.mktemp("llama-slots") / "llama-server.log"
     extra = ("--metrics", "-np", "2", *SPECULATION)

@@ -29,7 +29,7 @@ DOC = "file:///remote/colorsys.py"
 def small_batches(
     llama_server_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LlamaServer]:
-    from spec_lsp.engine.sources import bundled_gguf
+    from spec_lsp.engine.from_source import bundled_gguf
 
     log = tmp_path_factory.mktemp("llama-warmup") / "llama-server.log"
     model = bundled_gguf("smollm2-135m-instruct")

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.engine import cache_entry, sources
-from spec_lsp.engine.cache_entry import MANIFEST, agrees, built, load
+from spec_lsp.engine import from_source
+from spec_lsp.engine.sources import cache_entry
+from spec_lsp.engine.sources.cache_entry import MANIFEST, agrees, built, load
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -128,27 +129,27 @@ def test_two_builders_of_one_entry_build_it_once(tmp_path: Path) -> None:
 def test_the_bundled_models_cache_is_rebuilt_when_truncated_or_unloadable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through `sources.load_model`, with a tiny model standing in for the 17-s conversion."""
+    """Through `from_source.load_model`, with a tiny model standing in for the 17-s conversion."""
     monkeypatch.setenv("SPEC_LSP_CACHE", str(tmp_path))
     builds: list[Path] = []
 
     def tiny_builder(name: str, progress: object) -> object:
         def build(folder: Path) -> None:
             builds.append(folder)
-            sources.tiny_model(1, seed=3, vocab_size=64).save_pretrained(folder)
+            from_source.tiny_model(1, seed=3, vocab_size=64).save_pretrained(folder)
 
         return build
 
-    monkeypatch.setattr(sources, "_bundled_builder", tiny_builder)
+    monkeypatch.setattr(from_source, "_bundled_builder", tiny_builder)
     source = "bundled:smollm2-135m-instruct"
-    assert sources.load_model(source, "cpu", torch.float32).config.vocab_size == 64
-    weights = sources.bundled_dir("smollm2-135m-instruct") / "model.safetensors"
+    assert from_source.load_model(source, "cpu", torch.float32).config.vocab_size == 64
+    weights = from_source.bundled_dir("smollm2-135m-instruct") / "model.safetensors"
     with weights.open("r+b") as fh:
         fh.truncate(weights.stat().st_size // 2)
-    assert sources.load_model(source, "cpu", torch.float32).config.vocab_size == 64
+    assert from_source.load_model(source, "cpu", torch.float32).config.vocab_size == 64
     assert len(builds) == 2
     size = weights.stat().st_size  # bytes that do not parse, with a manifest that agrees
     weights.write_bytes(b"\xff" * size)
     cache_entry._write_manifest(weights.parent, "")  # noqa: SLF001
-    assert sources.load_model(source, "cpu", torch.float32).config.vocab_size == 64
+    assert from_source.load_model(source, "cpu", torch.float32).config.vocab_size == 64
     assert len(builds) == 3

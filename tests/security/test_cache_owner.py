@@ -1,7 +1,7 @@
-"""The model cache trusts no one but its user (issue 41 item 2, `engine/ownership.py`): a GGUF file
-with a forged manifest in a folder another user owns or can write is not used, nor a cache entry
-another user put there; links planted where the cache writes its manifests, temporary files and
-locks are never written through. A second user is played by `ownership.uid` (the one uid every
+"""The model cache trusts no one but its user (issue 41 item 2, `engine/sources/ownership.py`): a
+GGUF file with a forged manifest in a folder another user owns or can write is not used, nor a cache
+entry another user put there; links planted where the cache writes its manifests, temporary files
+and locks are never written through. A second user is played by `ownership.uid` (the one uid every
 check compares with) answering another uid, or, where the tests run as root, by a real `chown`."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine import cache_entry, fetch, ownership
+from spec_lsp.engine.sources import cache_entry, fetch, ownership
 from tests.engine.fetch_helpers import NAME, copy_download, fake_parts, make_wheelhouse
 
 pytestmark = pytest.mark.timeout(60)

@@ -19,7 +19,7 @@ import pytest
 from spec_lsp import interpreter
 from spec_lsp.benchmarks import load as bench_load
 from spec_lsp.benchmarks import server as bench_server
-from spec_lsp.engine.native.library import LibraryError, smoke_test
+from spec_lsp.engine.weights.native.library import LibraryError, smoke_test
 from spec_lsp.replay.format import write_session
 from tests.replay.builders import typing_session
 

@@ -14,9 +14,7 @@ import torch
 
 from spec_lsp import trust
 from spec_lsp.config import Options
-from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
-from spec_lsp.engine.loading import draft_kind
-from spec_lsp.engine.sources import (
+from spec_lsp.engine.from_source import (
     ModelLoadError,
     gguf_file,
     is_available_offline,
@@ -24,6 +22,8 @@ from spec_lsp.engine.sources import (
     load_tokenizer,
     tiny_model,
 )
+from spec_lsp.engine.head import MODEL_TYPE as HEAD_TYPE
+from spec_lsp.engine.loading import draft_kind
 from spec_lsp.presets import Preset
 from spec_lsp.trust import client_options
 from tests.fuzz.lsp_process import ServerProcess

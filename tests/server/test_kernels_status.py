@@ -12,7 +12,7 @@ import pytest
 
 from spec_lsp.server.language_server import kernels_error
 
-NAME = "spec_lsp.engine.native"
+NAME = "spec_lsp.engine.weights.native"
 
 
 def _module(initializing: bool, failure: str | None = None) -> types.ModuleType:

@@ -22,7 +22,7 @@ from lsp_helpers import (
 )
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from spec_lsp.engine import fetch
+from spec_lsp.engine.sources import fetch
 
 pytestmark = [pytest.mark.coder, pytest.mark.asyncio(loop_scope="module")]
 
