@@ -21,9 +21,9 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS, METHODS, WEIGHT_FORMATS
+from spec_lsp.engine.api import FLOAT_FORMATS, FORWARDS, METHODS, WEIGHT_FORMATS, DraftMethod
 from spec_lsp.remote.spec import RemoteSpec, RemoteSpecError, parse_backend
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class Preset:
     name: str
     target: str
     draft: str | None = None
-    method: str = "ngram"
+    method: DraftMethod = "ngram"
     fim: str = "none"
     next_edit: str = "none"  # the next-edit prompt format (NEXT_EDIT_FORMATS)
     context_tokens: int = 2048
@@ -179,10 +179,14 @@ def _from_table(name: str, data: dict[str, object], path: Path | None) -> Preset
     )
 
 
-def _choice(name: str, key: str, value: str, allowed: tuple[str, ...]) -> str:
+Choice = TypeVar("Choice", bound=str)
+
+
+def _choice(name: str, key: str, value: str, allowed: tuple[Choice, ...]) -> Choice:
+    """`value` as the one of `allowed` it is (typed as they are)."""
     if value not in allowed:
         raise PresetError(f"preset {name!r}: {key} must be one of {', '.join(allowed)}")
-    return value
+    return allowed[allowed.index(value)]
 
 
 def _backend(name: str, table: object, fim: str) -> RemoteSpec | None:

@@ -1,11 +1,15 @@
-"""The installed distribution's version, from its package metadata (none in a bare checkout).
+"""The version of spec-lsp: the installed distribution's, from its package metadata.
 
-`spec-lsp --version`, `spec-lsp doctor` and the server's `serverInfo` read it here.
+`__version__` is the one version every part reports: `spec-lsp --version`, `spec-lsp doctor` and
+the server's `serverInfo`. A bare checkout (not installed) has no metadata; it reports
+`UNINSTALLED`, a PEP 440 version below every release.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
+
+UNINSTALLED = "0+unknown"
 
 
 def installed_version() -> str | None:
@@ -16,6 +20,11 @@ def installed_version() -> str | None:
         return None
 
 
+__version__: str = installed_version() or UNINSTALLED
+
+
 def version() -> str:
-    """The installed version, or "unknown" (and how to install it) in a bare checkout."""
-    return installed_version() or "unknown (not installed: pip install -e .)"
+    """`__version__` as a person reads it: with how to install, in a bare checkout."""
+    if __version__ == UNINSTALLED:
+        return f"{__version__} (not installed: pip install -e .)"
+    return __version__

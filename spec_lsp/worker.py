@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from spec_lsp.config import Options
 from spec_lsp.engine.api import (
@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, float], None]
 Loader = Callable[[ProgressFn], "tuple[Backend, ModelInfo]"]
+# The backend's: being loaded, or how its load ended (a failed load is reported in `error`).
+WorkerState = Literal["loading", "ready", "failed"]
 TRIM_AFTER_PREFILL = 256  # prompt tokens prefilled by one generation that make a trim worthwhile
 
 
@@ -110,7 +112,6 @@ class Job:
     streamed: str = ""  # text generated so far (written by the worker thread)
     finished: float | None = None
     cancelled_at: float | None = None  # when the scheduler set the cancel token
-    waiters: int = 1
 
     def cancel(self) -> None:
         if self.request.cancel is not None and not self.request.cancel.cancelled:
@@ -131,7 +132,7 @@ class Job:
 
 # What a queued job does when the worker runs it, and when the worker stops before it does.
 _Task = tuple[Callable[[], None], Callable[[], None]]
-_Loaded = tuple[str, str | None, "Backend | None", ModelInfo]  # state, error, backend, info
+_Loaded = tuple[WorkerState, str | None, "Backend | None", ModelInfo]  # state, error, backend, info
 FATAL = (KeyboardInterrupt, SystemExit)  # end the process: never caught as one job's failure
 
 
@@ -153,7 +154,7 @@ class InferenceWorker:
         self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="spec-lsp-inference", daemon=True)
         self.backend: Backend | None = None
-        self.state = "loading"
+        self.state: WorkerState = "loading"
         self.error: str | None = None
         self.info = ModelInfo()
         self._trim_due = False  # free heap memory to hand back once the queue is empty

@@ -26,34 +26,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from spec_lsp.completion.feedback import Feedback, Suggestion
-from spec_lsp.completion.live import GenerationFailed, Generations, Live
-from spec_lsp.completion.neighbours import Neighbours
-from spec_lsp.completion.plan import Planner
-from spec_lsp.completion.prefetch import Ahead, Prefetch, after_accept
-from spec_lsp.completion.reuse import Anchor, Reuse
-from spec_lsp.config import Options
-from spec_lsp.documents import Document, DocumentStore
+from spec_lsp.completion.feedback import Suggestion
+from spec_lsp.completion.live import GenerationFailed, Live
+from spec_lsp.completion.parts import Parts
+from spec_lsp.completion.prefetch import Ahead, after_accept
+from spec_lsp.completion.reuse import Anchor
+from spec_lsp.documents import Document
 
 
 class Anticipation:
-    def __init__(
-        self,
-        planner: Planner,
-        docs: DocumentStore,
-        live: Generations,
-        prefetch: Prefetch,
-        reuse: Reuse,
-        feedback: Feedback,
-        neighbours: Neighbours,
-        options: Callable[[], Options],
-        can_warm: Callable[[Document], bool],
-    ) -> None:
-        """`options`: the service's current options; `can_warm(doc)`: whether the document is
-        served by a backend that stops within a pass and keeps what it computed."""
-        self.planner, self.docs, self.live, self.prefetch = planner, docs, live, prefetch
-        self.reuse, self.feedback, self.neighbours = reuse, feedback, neighbours
-        self._options, self._can_warm = options, can_warm
+    def __init__(self, parts: Parts, can_warm: Callable[[Document], bool]) -> None:
+        """`can_warm(doc)`: whether the document is served by a backend that stops within a
+        pass and keeps what it computed."""
+        self.planner = parts.planner
+        self.docs = parts.docs
+        self.live = parts.live
+        self.prefetch = parts.prefetch
+        self.reuse = parts.reuse
+        self.feedback = parts.feedback
+        self.neighbours = parts.neighbours
+        self._options = parts.options
+        self._can_warm = can_warm
 
     async def prefetch_after(
         self,
@@ -89,7 +82,7 @@ class Anticipation:
             plan.cut,
             plan.anchor(),
             options,
-            prefetch=True,
+            kind="prefetch",
             short=plan.short_text,
         )
         ahead = Ahead(doc.uri, text, plan.key, live, len(prefix), len(new_prefix))
@@ -123,7 +116,7 @@ class Anticipation:
             return
         anchor = Anchor(done.anchor.prefix, done.anchor.suffix)  # never settled: no text
         live = self.live.start(
-            doc.uri, done.job.request.prompt, done.cut, anchor, self._options(), warm=True
+            doc.uri, done.job.request.prompt, done.cut, anchor, self._options(), kind="warm"
         )
         live.keep = lambda _text: True  # as a warm-up: no keystroke makes its prompt useless
         self.prefetch.warming(live)
@@ -146,11 +139,12 @@ class Anticipation:
                 plan.cut,
                 anchor,
                 self._options(),
+                kind="alternative",
                 first_rank=rank,
                 short=plan.short_text,
             )
             try:
-                result = await self.live.wait(live.job)
+                result = await self.live.wait(live)
             except GenerationFailed:  # the first suggestion stands; alternatives end here
                 break
             if result is None or doc.version != version:
@@ -200,7 +194,7 @@ class Anticipation:
         if plan is None:
             return
         live = self.live.start(
-            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), self._options(), warm=True
+            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), self._options(), kind="warm"
         )
         live.keep = lambda _text: True  # no keystroke makes the start of its prompts useless
         self.prefetch.warming(live)

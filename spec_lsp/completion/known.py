@@ -12,30 +12,21 @@ answered early. This module knows nothing of prompts or of the order the service
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from spec_lsp.completion.live import GenerationFailed, Generations, Live
+from spec_lsp.completion.live import GenerationFailed, Live
+from spec_lsp.completion.parts import Parts
 from spec_lsp.completion.plan import Plan
-from spec_lsp.completion.prefetch import Prefetch
-from spec_lsp.completion.reuse import CacheKey, Reuse
-from spec_lsp.config import Options
-from spec_lsp.documents import DocumentStore
+from spec_lsp.completion.reuse import CacheKey
 from spec_lsp.engine.api import GenerationResult
-from spec_lsp.stats import ServerStats
 
 
 class Known:
-    def __init__(
-        self,
-        docs: DocumentStore,
-        reuse: Reuse,
-        live: Generations,
-        prefetch: Prefetch,
-        stats: ServerStats,
-        options: Callable[[], Options],
-    ) -> None:
-        self.docs, self.reuse, self.live, self.prefetch = docs, reuse, live, prefetch
-        self.stats, self._options = stats, options
+    def __init__(self, parts: Parts) -> None:
+        self.docs = parts.docs
+        self.reuse = parts.reuse
+        self.live = parts.live
+        self.prefetch = parts.prefetch
+        self.stats = parts.stats
+        self._options = parts.options
 
     def typed(self, uri: str, prefix: str, suffix: str) -> str | None:
         """The rest of the document's last suggestion when the cursor typed through its start."""
@@ -50,7 +41,7 @@ class Known:
         """Waits for the running generation when the cursor types through what it streamed (an
         automatic request, past `partial_ms`, for its complete lines)."""
         live = self.live.running(uri)
-        live = None if live is None or live.warm else live  # a warm-up suggests nothing
+        live = None if live is None or live.kind == "warm" else live  # a warm-up suggests nothing
         streamed = None if live is None else live.streamed
         if live is None or streamed is None or not live.anchor.rest(streamed, prefix, suffix):
             return None
@@ -68,7 +59,7 @@ class Known:
                 self.stats.early += 1
                 return rest
         try:
-            result = await self.live.wait(live.job, owner=False)
+            result = await self.live.wait(live, owner=False)
         except GenerationFailed:  # an earlier request's generation: it answered the error
             return None
         if result is None:
@@ -77,7 +68,7 @@ class Known:
         rest = live.anchor.rest(live.anchor.text, prefix, suffix)
         if not rest:
             return None
-        if live.prefetch:
+        if live.kind == "prefetch":
             self.stats.prefetch_hits += 1
         else:
             self.stats.typed_through += 1

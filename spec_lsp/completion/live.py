@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Literal
 
 from spec_lsp.completion.reuse import Anchor
 from spec_lsp.completion.syntax_port import Cut
@@ -29,6 +31,39 @@ class GenerationFailed(Exception):
     """An exception inside the engine's generation; the request that waited answers an error."""
 
 
+# What a generation is for: a request's suggestion, an alternative to it (another first token,
+# `anticipate.alternatives`), the suggestion after an accept computed ahead (`prefetch.py`), or a
+# prefill of a document's KV with no suggestion (`anticipate.warm_up`, `_catch_up`).
+Kind = Literal["request", "alternative", "prefetch", "warm"]
+
+# A prefetch prefills in passes of this many tokens (~40-55 ms each for the bundled target on a
+# 2-core CPU, against ~0.6 s for the engine's 128-token chunk): a real request cancelling it waits
+# one such pass at most.
+PREFETCH_PREFILL_CHUNK = 8
+# A warm-up prefills in passes of this many tokens: a request for its document needs that prefix
+# too (the pass is not lost), and one for another document cancels it at the next pass.
+WARM_PREFILL_CHUNK = 32
+
+
+@dataclass(frozen=True)
+class KindRule:
+    """What a kind of generation sets in its request, and whether it is a request's."""
+
+    prefill_chunk: int | None  # tokens per prefill pass; None: the engine's chunk
+    max_tokens: int | None  # a cap on what it generates; None: the request's rules' or options'
+    idle: bool  # idle work: the engine may drop it for any request
+    ahead: bool  # computed ahead of any request: not counted as a request's generation
+
+
+KINDS: dict[Kind, KindRule] = {
+    "request": KindRule(prefill_chunk=None, max_tokens=None, idle=False, ahead=False),
+    "alternative": KindRule(prefill_chunk=None, max_tokens=None, idle=False, ahead=False),
+    # waited for by the request after an accept: not idle work
+    "prefetch": KindRule(PREFETCH_PREFILL_CHUNK, max_tokens=None, idle=False, ahead=True),
+    "warm": KindRule(WARM_PREFILL_CHUNK, max_tokens=1, idle=True, ahead=True),
+}
+
+
 @dataclass
 class Live:
     """A document's generation, and what is needed to settle its text."""
@@ -38,11 +73,17 @@ class Live:
     cut: Cut  # the rules of the request that started it
     anchor: Anchor  # its text is filled in when settled
     settled: bool = False
-    prefetch: bool = False  # computed ahead for an accept to come (`prefetch.py`)
+    kind: Kind = "request"
     # A document text at which the generation stays useful though not typed through (a prefetch:
     # the suggestion it was made for accepted in part, on the way to the whole).
     keep: Callable[[str], bool] | None = None
-    warm: bool = False  # prefills the document's KV only (`anticipate.warm_up`): no suggestion
+    # Who waits for it (`Generations.waiting`): its owner, who started it, from the start.
+    waiters: int = 1
+
+    @property
+    def ahead(self) -> bool:
+        """Computed ahead of any request (a prefetch or a warm-up): no request's generation."""
+        return KINDS[self.kind].ahead
 
     @property
     def streamed(self) -> str | None:
@@ -61,39 +102,30 @@ class Live:
         return self.cut.trim(raw[: raw.rindex("\n")], growing=True) or ""
 
 
-# A prefetch prefills in passes of this many tokens (~40-55 ms each for the bundled target on a
-# 2-core CPU, against ~0.6 s for the engine's 128-token chunk): a real request cancelling it waits
-# one such pass at most.
-PREFETCH_PREFILL_CHUNK = 8
-# A warm-up prefills in passes of this many tokens: a request for its document needs that prefix
-# too (the pass is not lost), and one for another document cancels it at the next pass.
-WARM_PREFILL_CHUNK = 32
-
-
 def request_for(
     uri: str,
     prompt: str,
     cut: Cut,
     options: Options,
+    kind: Kind = "request",
     first_rank: int = 0,
-    prefetch: bool = False,
-    warm: bool = False,
     short: str | None = None,
 ) -> GenerationRequest:
-    chunk = WARM_PREFILL_CHUNK if warm else PREFETCH_PREFILL_CHUNK if prefetch else None
+    """The engine's request for a generation of `kind` (its settings from `KINDS`)."""
+    rule = KINDS[kind]
     return GenerationRequest(
         prompt=prompt,
         doc_id=uri,
-        max_new_tokens=1 if warm else cut.max_tokens or options.max_tokens,
+        max_new_tokens=rule.max_tokens or cut.max_tokens or options.max_tokens,
         temperature=options.temperature,
         stop_callback=cut.stop,
         cancel=CancelToken(),
         method=None if options.speculation == "auto" else options.speculation,
         reuse_kv=options.kv_reuse,
         first_rank=first_rank,
-        prefill_chunk=chunk,
-        idle=warm,  # a prefetch is waited for by the request after an accept: not idle work
-        short_prompt=None if warm else short,
+        prefill_chunk=rule.prefill_chunk,
+        idle=rule.idle,
+        short_prompt=short,
     )
 
 
@@ -118,23 +150,22 @@ class Generations:
         cut: Cut,
         anchor: Anchor,
         options: Options,
-        prefetch: bool = False,
+        kind: Kind = "request",
         first_rank: int = 0,
-        warm: bool = False,
         short: str | None = None,
     ) -> Live:
-        """Submits a generation for `uri`, superseding the document's older one (`first_rank`:
-        the target's n-th most likely first token, for an alternative; `warm`: a prefill only,
-        on idle time, as a prefetch; `short`: the prompt over a short window, answered while
-        the document's KV for `prompt` is cold)."""
+        """Submits a generation of `kind` for `uri`, superseding the document's older one
+        (`first_rank`: the target's n-th most likely first token, for an alternative; `short`:
+        the prompt over a short window, answered while the document's KV for `prompt` is
+        cold)."""
         old = self._live.pop(uri, None)
         if old is not None:
             old.job.cancel()
         job = Job(
-            request_for(uri, prompt, cut, options, first_rank, prefetch or warm, warm, short),
+            request_for(uri, prompt, cut, options, kind, first_rank, short),
             asyncio.get_running_loop().create_future(),
         )
-        live = Live(uri, job, cut, anchor, prefetch=prefetch or warm, warm=warm)
+        live = Live(uri, job, cut, anchor, kind=kind)
         self._live[uri] = live
         job.future.add_done_callback(lambda _: self._record(live))
         self.worker.submit(job)
@@ -144,7 +175,7 @@ class Generations:
         """Whether any document's generation is queued or running, other than a warm job of
         document `but_warm_of` (idle work that the document's next generation supersedes)."""
         return any(
-            not live.job.future.done() and not (live.warm and live.uri == but_warm_of)
+            not live.job.future.done() and not (live.kind == "warm" and live.uri == but_warm_of)
             for live in self._live.values()
         )
 
@@ -171,24 +202,40 @@ class Generations:
         jobs = [
             live.job
             for live in self._live.values()
-            if not live.job.future.done() and not live.prefetch
+            if not live.job.future.done() and not live.ahead
         ]
         return sum(1 for j in jobs if j.started), sum(1 for j in jobs if j.streamed)
 
-    async def wait(self, job: Job, owner: bool = True) -> GenerationResult | None:
-        """The job's result (None if cancelled, or a remote engine's failure, which the status
-        reports). An exception inside generation raises `GenerationFailed`: that request answers
-        with an error, the next one runs afresh. Cancelling a waiter cancels the job once no one
-        else waits for it."""
+    @asynccontextmanager
+    async def waiting(self, live: Live, owner: bool = True) -> AsyncIterator[None]:
+        """One waiter on `live` for the block: one who joins it (not its `owner`, who is counted
+        from the start) counts itself in, and every waiter counts itself out when it leaves. A
+        waiter cancelled inside the block cancels the job once no one else waits for it."""
         if not owner:
-            job.waiters += 1
+            live.waiters += 1
+        cancelled = False
         try:
-            result = await asyncio.shield(job.future)
+            yield
         except asyncio.CancelledError:
-            self._leave(job)
+            cancelled = True
             raise
-        except Exception as exc:
-            raise GenerationFailed(f"generation failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            live.waiters -= 1
+            if cancelled:
+                if live.waiters <= 0:
+                    live.job.cancel()
+                self.stats.cancelled += 1
+
+    async def wait(self, live: Live, owner: bool = True) -> GenerationResult | None:
+        """The generation's result (None if cancelled, or a remote engine's failure, which the
+        status reports). An exception inside generation raises `GenerationFailed`: that request
+        answers with an error, the next one runs afresh. Cancelling a waiter cancels the job
+        once no one else waits for it (`waiting`)."""
+        async with self.waiting(live, owner):
+            try:
+                result = await asyncio.shield(live.job.future)
+            except Exception as exc:
+                raise GenerationFailed(f"generation failed: {type(exc).__name__}: {exc}") from exc
         if result.failed:  # a remote engine failed: empty, never cached
             return None
         if result.cancelled:
@@ -212,30 +259,15 @@ class Generations:
         this waiter (a request typing through it joins it, an edit that leaves it or the
         document's next generation cancels it). Cancelling the waiter cancels the job once no
         one else waits for it, as `wait` does."""
-        job = live.job
-        if not owner:
-            job.waiters += 1
-        try:
-            await asyncio.wait({job.future}, timeout=after_s)
-            while not job.future.done():
+        future = live.job.future
+        async with self.waiting(live, owner):
+            await asyncio.wait({future}, timeout=after_s)
+            while not future.done():
                 lines = live.complete_lines()
                 if lines and (shows is None or shows(lines)):
-                    job.waiters -= 1
                     return lines
-                await asyncio.wait({job.future}, timeout=poll_s)
-        except asyncio.CancelledError:
-            self._leave(job)
-            raise
-        if not owner:  # it ended: the caller `wait`s for it as a waiter again
-            job.waiters -= 1
+                await asyncio.wait({future}, timeout=poll_s)
         return None
-
-    def _leave(self, job: Job) -> None:
-        """A waiter was cancelled: the job is cancelled once no one else waits for it."""
-        job.waiters -= 1
-        if job.waiters <= 0:
-            job.cancel()
-        self.stats.cancelled += 1
 
     def settle(self, live: Live, result: GenerationResult) -> bool:
         """Trims a finished generation with its request's rules, once; False if it was already.
@@ -257,12 +289,11 @@ class Generations:
             return
         if log.isEnabledFor(logging.DEBUG):
             s = job.future.result().stats
-            kind = "warm" if live.warm else "prefetch" if live.prefetch else "request"
             log.debug(
                 "%s %s: queued %.0f ms, prompt %d tokens (%d reused, %d prefilled in %.0f ms), "
                 "%d generated, %.0f ms in all, %s; %s: %d of %d drafted accepted, %d gated "
                 "rounds, draft KV %d behind",
-                kind,
+                live.kind,
                 live.uri.rsplit("/", 1)[-1],
                 job.queue_ms,
                 s.prompt_tokens,
@@ -282,7 +313,7 @@ class Generations:
         self.stats.note_prefill(stats)
         if stats.short_window and self.on_short is not None:
             self.on_short(live)
-        if live.prefetch:
+        if live.ahead:
             return
         self.stats.record_generation(stats, job.queue_ms)
         if (stop_ms := job.stop_ms) is not None:

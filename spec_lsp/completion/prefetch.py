@@ -122,7 +122,7 @@ class Prefetch:
         if live is None:
             return None
         try:
-            result = await self.live.wait(live.job, owner=False)
+            result = await self.live.wait(live, owner=False)
         except GenerationFailed:
             return None
         if result is None:

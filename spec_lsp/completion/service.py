@@ -28,6 +28,7 @@ from spec_lsp.completion.history import EditHistory
 from spec_lsp.completion.known import Known
 from spec_lsp.completion.live import Generations
 from spec_lsp.completion.neighbours import Neighbours, private, shareable
+from spec_lsp.completion.parts import Parts
 from spec_lsp.completion.plan import Plan, Planner
 from spec_lsp.completion.prefetch import Prefetch
 from spec_lsp.completion.reuse import Reuse
@@ -61,23 +62,24 @@ class CompletionService:
         self.feedback = Feedback(self.stats)
         self.prefetch = Prefetch(self.live, self.stats)
         self.neighbours = Neighbours(admits=lambda uri, lang: shareable(self.options, uri, lang))
-        self.known = Known(
-            self.docs, self.reuse, self.live, self.prefetch, self.stats, lambda: self.options
-        )
         self.planner = Planner(
             self.syntax, self.neighbours, self._tell_other_files, lambda: self.stats.prefill_rate
         )
         self.planner.configure(None, options)
+        parts = Parts(
+            docs=self.docs,
+            reuse=self.reuse,
+            live=self.live,
+            prefetch=self.prefetch,
+            planner=self.planner,
+            feedback=self.feedback,
+            neighbours=self.neighbours,
+            stats=self.stats,
+            options=lambda: self.options,
+        )
+        self.known = Known(parts)
         self.anticipation = Anticipation(
-            self.planner,
-            self.docs,
-            self.live,
-            self.prefetch,
-            self.reuse,
-            self.feedback,
-            self.neighbours,
-            lambda: self.options,
-            lambda doc: self._serving(doc) and self.worker.capabilities.warm_up,
+            parts, lambda doc: self._serving(doc) and self.worker.capabilities.warm_up
         )
         self._opened: str | None = None  # the document opened last
         self.live.on_short = self.anticipation.fill_window  # a cold window fills on idle
@@ -242,7 +244,7 @@ class CompletionService:
             return None
         if self.options.prefetch and self.options.temperature == 0:
             running = self.live.running(uri)  # still generating: the text is an early answer
-            early = running if running is not None and not running.prefetch else None
+            early = running if running is not None and not running.ahead else None
             after = self.anticipation.prefetch_after(doc, doc.version, pos, text, early)
             prefix, suffix = doc.prefix_suffix(*pos)
             self.prefetch.schedule(uri, after, None if early else prefix + text + suffix)
@@ -324,7 +326,7 @@ class CompletionService:
                 self.stats.early += 1
                 live.job.future.add_done_callback(lambda _: self.known.settle_later(live, plan.key))
                 return lines if self._current(doc, arrival) else self._stale()
-        result = await self.live.wait(live.job)
+        result = await self.live.wait(live)
         if result is None:
             return ""
         text = self.known.settle(live, result)

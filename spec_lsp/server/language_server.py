@@ -31,13 +31,13 @@ from spec_lsp.server.pygls_internals import SpecProtocol, cancel_requests, sessi
 from spec_lsp.server.session import ClientSession
 from spec_lsp.transport import Connection, serve_clients
 from spec_lsp.trust import leave_workspace
-from spec_lsp.version import installed_version
+from spec_lsp.version import __version__
 from spec_lsp.wire import serve_stream
 from spec_lsp.worker import InferenceWorker, Loader, engine_loader
 
 log = logging.getLogger(__name__)
 
-VERSION = installed_version() or "0.0.0"  # serverInfo's
+VERSION = __version__  # serverInfo's
 
 LoaderFactory = Callable[[Options], Loader]
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
@@ -169,7 +169,7 @@ class SpecServer(LanguageServer):
 
     def status(self) -> dict[str, Any]:
         worker = self.worker
-        state = "loading" if worker is None else worker.state
+        state: str = "loading" if worker is None else worker.state
         if not self.options.enabled:
             state = "disabled"
         info = worker.info if worker is not None else None

@@ -271,7 +271,7 @@ class Settler:
 def ahead_for(uri: str, key: tuple[object, ...], text: str = "x = hello world\n") -> Ahead:
     loop = asyncio.get_running_loop()
     job = Job(GenerationRequest("p", cancel=CancelToken()), loop.create_future())
-    live = Live(uri, job, Cut(KeepAll(), ""), Anchor("x = ", "\n"), prefetch=True)
+    live = Live(uri, job, Cut(KeepAll(), ""), Anchor("x = ", "\n"), kind="prefetch")
     return Ahead(uri, text, key, live, start=4, end=15)  # "hello world" accepted after "x = "
 
 
