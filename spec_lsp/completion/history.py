@@ -14,7 +14,8 @@ longer side is kept as its first lines), `MAX_DOCS` documents; a document's hist
 on close. The caller never records a file that `privateFiles`/`exclude` names (the service checks).
 
 This is the input of next edit (`spec_lsp.nextedit`), rendered as unified diffs (`Hunk.diff`),
-and is available to completion prompts. It knows nothing of LSP, prompts or models.
+and of completion prompts (other documents' edits: `completion/repo.py`). It knows nothing of
+LSP, prompts or models.
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ class EditHistory:
         """The document's hunks, oldest first (a copy of the list)."""
         doc = self._docs.get(uri)
         return list(doc.hunks) if doc is not None else []
+
+    def documents(self) -> list[str]:
+        """The documents with hunks, the one edited last at the end."""
+        return [uri for uri, doc in self._docs.items() if doc.hunks]
 
     def last(self, uri: str) -> Hunk | None:
         doc = self._docs.get(uri)

@@ -128,6 +128,7 @@ class Neighbours:
         self._ring: OrderedDict[ChunkKey, str] = OrderedDict()
         self._pending: OrderedDict[ChunkKey, str] = OrderedDict()
         self._languages: dict[str, str] = {}  # uri -> language id, for `refilter`
+        self.settles = 0  # calls of `settle`: the pauses where other files' context may change
 
     def note(self, uri: str, lines: list[str], row: int, language_id: str = "") -> None:
         """Notes the block of `lines` around `row` of `uri` (it enters the ring at `settle`);
@@ -152,6 +153,7 @@ class Neighbours:
         """Moves pending notes into the ring (on idle), but those of document `keep` (the one
         being completed in: its chunks are not in its own prompt, and one of them entering could
         push another document's out of it); True when the ring changed."""
+        self.settles += 1
         changed = False
         for (uri, start), text in list(self._pending.items()):
             if uri == keep:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from spec_lsp.completion.neighbours import Neighbours, markers, render
+from spec_lsp.completion.repo import RepoContext
 from spec_lsp.completion.reuse import Anchor, CacheKey
 from spec_lsp.completion.syntax_port import Block, Cut, SyntaxPort
 from spec_lsp.config import Options
@@ -63,10 +64,13 @@ class Planner:
         neighbours: Neighbours,
         tell_files: TellFiles,
         prefill_rate: Callable[[], float | None] = lambda: None,
+        repo: RepoContext | None = None,
     ) -> None:
         """`prefill_rate()`: prompt tokens the engine prefills a second, measured (None: not
-        yet), which sizes the short windows."""
+        yet), which sizes the short windows. `repo`: definitions and edits (`repo.py`)."""
         self.syntax, self.neighbours, self._tell = syntax, neighbours, tell_files
+        self.repo = repo or RepoContext()
+        self._settled: dict[str, int] = {}  # uri -> the ring's `settles` at its last refresh
         self.prompts: PromptBuilder | None = None  # None: no model loaded yet
         self.short: PromptBuilder | None = None  # the short windows' (`short_tokens`)
         self.short_tokens = 0
@@ -79,6 +83,8 @@ class Planner:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
         self._generation = (options.max_tokens, options.speculation, options.block_tokens)
         self._cross_file = options.cross_file
+        self.repo.configure(options)
+        self._settled.clear()
         # A block's cap, never under one line's (`maxTokens` may be set above `blockTokens`).
         self._block_tokens = options.block_tokens and max(options.block_tokens, options.max_tokens)
         if info is not None:
@@ -107,6 +113,7 @@ class Planner:
         self.short_tokens = want if useful else 0
 
     def forget(self, uri: str) -> None:
+        self._settled.pop(uri, None)
         for builder in (self.prompts, self.short):
             if builder is not None:
                 builder.forget(uri)
@@ -143,6 +150,9 @@ class Planner:
                 self.syntax.close(uri)
         if not suggests and not prefill_only:
             return None
+        if self._settled.get(doc.uri) != self.neighbours.settles:  # a pause: context may change
+            self._settled[doc.uri] = self.neighbours.settles
+            self.repo.refresh(doc.uri, text_lines, row, col, self._context_chars() * 2 // 3)
         files, chunks = self.files(doc, text_lines)
         self._tell_files(doc.uri, files, chunks)
         prompt = self.prompts.build(doc.uri, text_lines, row, col, context, remember, files)
@@ -174,14 +184,18 @@ class Planner:
         row, col = self.prompts.head(doc.lines, self.files(doc, doc.lines)[0])
         return self.at(doc, row, col, remember=False, prefill_only=True)
 
+    def _context_chars(self) -> int:
+        """Characters of other files' context, all kinds together (a third of the prefix's)."""
+        return 0 if self.prompts is None else self.prompts.budget.prefix_chars // 3
+
     def files(self, doc: Document, lines: list[str]) -> tuple[str, Chunks]:
-        """Other files' chunks as the prompt places them first (and the chunks); none with
-        `crossFile` off."""
+        """Other files' context as the prompt places it first, and its chunks: the ring's (none
+        with `crossFile` off), then the definitions and edits `repo` froze at the last pause
+        (within two thirds of the budget: the ring's oldest go first when all do not fit)."""
         assert self.prompts is not None
-        if not self._cross_file:
-            return "", []
-        chunks = self.neighbours.chunks(doc.uri, "\n".join(lines))
-        family, limit = self.prompts.template.family, self.prompts.budget.prefix_chars // 3
+        ring = self.neighbours.chunks(doc.uri, "\n".join(lines)) if self._cross_file else []
+        chunks = ring + list(self.repo.chunks(doc.uri))
+        family, limit = self.prompts.template.family, self._context_chars()
         return render(family, doc.language_id, chunks, doc.uri, limit), chunks
 
     def _tell_files(self, uri: str, files: str, chunks: Chunks) -> None:

@@ -24,7 +24,6 @@ from dataclasses import replace
 from spec_lsp.completion.anticipate import Anticipation
 from spec_lsp.completion.arrivals import Arrival, Arrivals, debounce_s
 from spec_lsp.completion.feedback import Feedback, Suggestion
-from spec_lsp.completion.history import EditHistory
 from spec_lsp.completion.known import Known
 from spec_lsp.completion.live import Generations
 from spec_lsp.completion.neighbours import Neighbours, private, shareable
@@ -83,7 +82,10 @@ class CompletionService:
         )
         self._opened: str | None = None  # the document opened last
         self.live.on_short = self.anticipation.fill_window  # a cold window fills on idle
-        self.history = EditHistory()  # each document's recent edits (next edit's input)
+        # Each document's recent edits (next edit's input, and other documents' context in
+        # completion prompts: the planner's `repo`, which also keeps the workspace symbol index).
+        self.history = self.planner.repo.history
+        self.planner.repo.source = self._syntax_source
         # Called with a document's uri after each of its edits, and with None when a
         # completion request arrives (next edit's work gives way to both).
         self.listeners: list[Callable[[str | None], None]] = []
@@ -93,6 +95,7 @@ class CompletionService:
         self.docs.open(uri, language_id, version, text)
         self.syntax.open(uri, language_id, text)
         self.neighbours.note(uri, text.split("\n"), 0, language_id)
+        self.planner.repo.changed(uri)
         self._opened = uri
         if self.options.prefetch and (doc := self.docs.get(uri)) is not None:
             self.anticipation.warm_up(doc)  # idle time before the first keystroke
@@ -140,6 +143,7 @@ class CompletionService:
         if changes and changes[-1][0] is not None:
             row = changes[-1][0][0]  # type: ignore[index]
             self.neighbours.note(uri, doc.lines, row, doc.language_id)
+        self.planner.repo.changed(uri)  # indexed again at the next pause
         self.live.stop_unless_typed_through(uri, doc.text)
         for listener in self.listeners:
             listener(uri)
@@ -148,6 +152,7 @@ class CompletionService:
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)
         self.history.forget(uri)
+        self.planner.repo.saved_or_closed(uri)
         for listener in self.listeners:
             listener(uri)
         self.syntax.close(uri)

@@ -65,6 +65,7 @@ def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
         ls.worker = InferenceWorker(asyncio.get_running_loop())
     service = CompletionService(ls.worker, ls.options)
     ls.set_session(ClientSession(service, NextEdits(service), warnings))
+    service.planner.repo.workspace(workspace_roots(params))  # the symbol index, built aside
 
 
 async def initialized(ls: SpecServer, params: types.InitializedParams) -> None:
@@ -89,6 +90,13 @@ def exit_(ls: SpecServer, params: Any) -> None:
     timer.start()
 
 
+def workspace_roots(params: types.InitializeParams) -> list[str]:
+    """The workspace's folders as paths (`workspaceFolders`, else `rootUri`, else `rootPath`)."""
+    uris_ = [f.uri for f in params.workspace_folders or []] or [params.root_uri or ""]
+    paths = [uris.to_fs_path(u) for u in uris_ if u]
+    return [p for p in paths if p] or ([params.root_path] if params.root_path else [])
+
+
 # -- documents and workspace --------------------------------------------------------------------
 def text_document_did_open(ls: SpecServer, params: types.DidOpenTextDocumentParams) -> None:
     doc = params.text_document
@@ -104,6 +112,18 @@ def text_document_did_change(ls: SpecServer, params: types.DidChangeTextDocument
 
 def text_document_did_close(ls: SpecServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.session.service.did_close(params.text_document.uri)
+
+
+def text_document_did_save(ls: SpecServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.session.service.planner.repo.saved_or_closed(params.text_document.uri)
+
+
+def workspace_did_change_watched_files(
+    ls: SpecServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    for change in params.changes:  # the symbol index follows the files on disk
+        deleted = change.type == types.FileChangeType.Deleted
+        ls.session.service.planner.repo.file_event(change.uri, deleted)
 
 
 def workspace_did_delete_files(ls: SpecServer, params: types.DeleteFilesParams) -> None:
@@ -281,6 +301,8 @@ FEATURES: tuple[tuple[str, Callable[..., Any], Any], ...] = (
     (types.TEXT_DOCUMENT_DID_OPEN, text_document_did_open, None),
     (types.TEXT_DOCUMENT_DID_CHANGE, text_document_did_change, None),
     (types.TEXT_DOCUMENT_DID_CLOSE, text_document_did_close, None),
+    (types.TEXT_DOCUMENT_DID_SAVE, text_document_did_save, None),
+    (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, workspace_did_change_watched_files, None),
     (types.WORKSPACE_DID_DELETE_FILES, workspace_did_delete_files, EVERY_FILE),
     (types.WORKSPACE_DID_RENAME_FILES, workspace_did_rename_files, EVERY_FILE),
     (

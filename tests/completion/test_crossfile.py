@@ -10,6 +10,7 @@ from spec_lsp.completion.neighbours import Neighbours, render
 from spec_lsp.config import Options
 from spec_lsp.worker import InferenceWorker, engine_loader
 from tests.fakes import RecordingBackend, ScriptedBackend, end, service_with
+from tests.remote.fake_engine import Clock
 
 DEFS = "file:///w/shapes.py"
 USE = "file:///w/main.py"
@@ -31,7 +32,8 @@ async def keystroke(service: CompletionService, version: int, ch: str) -> None:
 async def test_other_files_come_first_and_change_only_after_a_pause() -> None:
     backend = ScriptedBackend("x")
     backend.free_running = True
-    service = await service_with(backend)
+    clock = Clock()  # requests come as the test says: no time passes while it types
+    service = await service_with(backend, clock=clock)
     service.did_open(DEFS, "python", 1, DEFS_TEXT)
     service.did_open(USE, "python", 1, USE_TEXT)
     await service.complete(USE, *end(service, USE), "utf-16")  # the first request: a pause
@@ -43,25 +45,25 @@ async def test_other_files_come_first_and_change_only_after_a_pause() -> None:
         await keystroke(service, version, ch)
         assert backend.calls[-1].prompt.startswith(first.split("# main.py")[0] + "# main.py")
         assert "notes" not in backend.calls[-1].prompt
-    service.arrivals._last_at[USE] -= 5  # noqa: SLF001  a pause of five seconds
+    clock.advance(5)  # a pause of five seconds
     await keystroke(service, 6, "_")
     assert "# notes.py\n# notes:" in backend.calls[-1].prompt
 
 
 async def test_cross_file_off_leaves_the_in_file_prompt_alone() -> None:
     """`crossFile` false: no other file's chunk, the prompt is the one file's (and turning it on
-    again brings the ring back)."""
+    again brings the ring back). Definitions and edits are off here: they are `repo.py`'s."""
     backend = ScriptedBackend("x")
     backend.free_running = True
     alone = await service_with(ScriptedBackend("x"))
     alone.did_open(USE, "python", 1, USE_TEXT)
     await alone.complete(USE, *end(alone, USE), "utf-16")
-    service = await service_with(backend, cross_file=False)
+    service = await service_with(backend, cross_file=False, definitions=False)
     service.did_open(DEFS, "python", 1, DEFS_TEXT)
     service.did_open(USE, "python", 1, USE_TEXT)
     await service.complete(USE, *end(service, USE), "utf-16")
     assert backend.calls[-1].prompt == alone.worker.backend.calls[-1].prompt  # type: ignore[union-attr]
-    service.set_options(Options(max_tokens=32, prefetch=False))
+    service.set_options(Options(max_tokens=32, prefetch=False, definitions=False))
     await keystroke(service, 2, "a")  # not the suggestion typed through: the model runs
     assert backend.calls[-1].prompt.startswith("# shapes.py\nclass Rectangle:")
 

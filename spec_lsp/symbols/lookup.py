@@ -1,0 +1,190 @@
+"""The definitions of the names near a cursor, from the index: what the model needs to know of
+the code the line being written calls.
+
+The names, most wanted first (`references`): the call being written (`shapes.area(` -> `shapes`,
+`area`), the receiver before a `.` at the cursor and its type where an assignment or annotation
+in the enclosing function says it (`r = Rectangle(...)`, `r: Rectangle`, `r := geom.Rect{`), then
+the names used in the enclosing function (read from the text: the lines up to the header above
+the cursor that is indented less), nearest first. Each resolves through the file's imports
+(`resolve.py`) to a top-level definition of the imported module (a submodule too), else, for a
+name defined at the top level of one or two files of the workspace, to those. A name the file
+defines itself is left out: it is in the file already.
+
+A class's `Definition` carries its fields and methods. Nothing here reads a file the index does
+not hold, so a private file's definitions are never returned.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from spec_lsp.symbols.index import SymbolIndex
+from spec_lsp.symbols.resolve import name_files
+from spec_lsp.syntax.tags import FileTags, Import, Tag
+
+IDENT = re.compile(r"[A-Za-z_]\w*")
+HEADER = re.compile(r"\s*(?:async\s+def|def|class|func|fn|pub\s+fn|function|impl)\b")
+REGION_LINES = 60  # at most this many lines above the cursor are the enclosing function's
+MAX_REFERENCES = 40
+MAX_DEFINITIONS = 8
+AMBIGUOUS = 3  # a name that this many files define is not looked up without an import
+_WORDS = (  # keywords and builtins of the tagged languages: never looked up
+    "self cls this super None True False null true false nil def class return if else elif "
+    "for while in is not and or import from as with try except finally raise pass break "
+    "continue lambda yield await async new let const var function fn func pub impl use mod "
+    "struct enum type interface package go defer range map chan mut ref match where trait "
+    "crate static export default extends implements typeof instanceof void int str float "
+    "bool dict list string number boolean any print len"
+)
+KEYWORDS = frozenset(_WORDS.split())
+
+
+@dataclass(frozen=True)
+class Definition:
+    path: str
+    tag: Tag
+    members: tuple[Tag, ...] = ()  # a class's fields and methods
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    member: str = ""  # `name.member`: the attribute or module member used
+
+
+def references(lines: list[str], row: int, col: int) -> list[Reference]:
+    """The names near (row, col), most wanted first, each once."""
+    line = lines[row][:col] if row < len(lines) else ""
+    refs: list[Reference] = []
+    before = "\n".join(lines[max(0, row - 3) : row] + [line])
+    call = _open_call(before)
+    if call:
+        refs.append(_chain(call))
+    receiver = re.search(r"([A-Za-z_]\w*)\s*(?:\.|::|->)\s*\w*$", line)
+    if receiver:
+        refs.append(Reference(receiver.group(1)))
+    start = row
+    indent = len(line) - len(line.lstrip())
+    while start > 0 and row - start < REGION_LINES:
+        start -= 1
+        text = lines[start]
+        if text.strip() and len(text) - len(text.lstrip()) < indent and HEADER.match(text):
+            break
+    region = lines[start:row] + [line]
+    for text in reversed(region):
+        for match in reversed(list(re.finditer(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)?", text))):
+            refs.append(_chain(match.group(0)))
+    seen, out = set(), []
+    for ref in refs:
+        if ref.name not in KEYWORDS and ref not in seen:
+            seen.add(ref)
+            out.append(ref)
+    return out[:MAX_REFERENCES]
+
+
+def _open_call(text: str) -> str:
+    """The callee of the innermost call still open at the end of `text` ("" for none)."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                found = re.search(r"([A-Za-z_][\w.:]*)\s*$", text[:i])
+                return found.group(1) if found else ""
+            depth -= 1
+    return ""
+
+
+def _chain(text: str) -> Reference:
+    parts = [p for p in re.split(r"\.|::", text) if p]
+    return Reference(parts[0], parts[1] if len(parts) > 1 else "") if parts else Reference("")
+
+
+def receiver_type(name: str, lines: list[str], row: int) -> str:
+    """The type `name` holds where the lines above `row` assign or annotate it ("" if unknown)."""
+    pattern = re.compile(
+        rf"\b{re.escape(name)}\s*(?::\s*&?(?:mut\s+)?([A-Za-z_][\w.:]*)"
+        rf"|:?=\s*(?:new\s+|&)?([A-Za-z_][\w.:]*)\s*[({{])"
+    )
+    for text in reversed(lines[max(0, row - REGION_LINES) : row + 1]):
+        found = pattern.search(text)
+        if found:
+            chain = found.group(1) or found.group(2)
+            return re.split(r"\.|::", chain)[-1] if chain else ""
+    return ""
+
+
+class Resolver:
+    """Resolves a file's references through its imports and the index."""
+
+    def __init__(self, index: SymbolIndex, path: str, tags: FileTags) -> None:
+        self.index, self.path, self.tags = index, path, tags
+        self.local = {t.name for t in tags.tags if not t.container}
+        self.names: dict[str, tuple[Import, str]] = {}  # local name -> (import, name in module)
+        self.modules: dict[str, Import] = {}  # local name of a module -> its import
+        for imp in tags.imports:
+            if imp.alias:
+                self.modules[imp.alias] = imp
+            for name, local in imp.names:
+                self.names[local] = (imp, name)
+
+    def files(self, imp: Import, name: str) -> list[str]:
+        idx = self.index
+        return name_files(imp, name, self.path, idx.roots, idx.has, idx.files_in)
+
+    def resolve(self, ref: Reference, lines: list[str], row: int) -> list[Definition]:
+        if ref.name in self.modules and ref.member:
+            imp = self.modules[ref.name]
+            return self._defined(ref.member, self.files(imp, ""), follow=True)
+        if ref.name in self.names:
+            imp, name = self.names[ref.name]
+            return self._defined(name, self.files(imp, name), follow=True)
+        if ref.name in self.local:
+            return []
+        typ = receiver_type(ref.name, lines, row)
+        if typ and typ != ref.name:
+            return self.resolve(Reference(typ), lines, row)
+        holders = [p for p in self.index.defining(ref.name) if p != self.path]
+        return self._defined(ref.name, holders, False) if len(holders) < AMBIGUOUS else []
+
+    def _defined(self, name: str, files: list[str], follow: bool) -> list[Definition]:
+        for path in files:
+            tags = self.index.tags(path)
+            if tags is None:
+                continue
+            for tag in tags.tags:
+                if tag.name == name and not tag.container:
+                    return [_definition(path, tag, tags)]
+            if follow:  # a package's __init__ that imports it from a module of its own
+                again = Resolver(self.index, path, tags)
+                if name in again.names:
+                    imp, inner = again.names[name]
+                    found = again._defined(inner, again.files(imp, inner), follow=False)
+                    if found:
+                        return found
+        return []
+
+
+def _definition(path: str, tag: Tag, tags: FileTags) -> Definition:
+    members = tuple(t for t in tags.tags if t.container == tag.name) if tag.kind == "class" else ()
+    return Definition(path, tag, members)
+
+
+def definitions_near(
+    index: SymbolIndex, path: str, lines: list[str], row: int, col: int
+) -> list[Definition]:
+    """The definitions of the names near (row, col) of the file `path` (its text: `lines`), most
+    wanted first, at most MAX_DEFINITIONS."""
+    tags = index.tags(path) or FileTags()
+    resolver = Resolver(index, os.path.abspath(path), tags)
+    out: list[Definition] = []
+    for ref in references(lines, row, col):
+        for found in resolver.resolve(ref, lines, row):
+            if found.path != path and all(d.tag != found.tag for d in out):
+                out.append(found)
+        if len(out) >= MAX_DEFINITIONS:
+            break
+    return out[:MAX_DEFINITIONS]

@@ -1,0 +1,86 @@
+"""Repository context in completion prompts: a definition from another file of the workspace
+reaches the prompt, stays byte-identical while typing, never comes from a private file, and other
+documents' recent edits come with it; each kind can be turned off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spec_lsp.completion import CompletionService
+from spec_lsp.config import Options
+from tests.fakes import ScriptedBackend, end, service_with
+
+SHAPES = 'class Rectangle:\n    """An axis-aligned rectangle."""\n'
+SHAPES += "    def scaled(self, k):\n        pass\n"
+SECRET = "def api_token_for(user):\n    return 'hunter2'\n"
+MAIN = "from shapes import Rectangle\nfrom credentials import api_token_for\n\nr = Rectangle("
+
+
+async def served(tmp_path: Path, **options: bool) -> tuple[CompletionService, ScriptedBackend]:
+    (tmp_path / "shapes.py").write_text(SHAPES)
+    (tmp_path / "credentials.py").write_text(SECRET)  # private by the built-in list
+    (tmp_path / "main.py").write_text(MAIN)
+    backend = ScriptedBackend("x")
+    backend.free_running = True
+    service = await service_with(backend, **options)
+    repo = service.planner.repo
+    repo.index.roots = (str(tmp_path),)
+    repo.index.build(repo.index.roots)  # what `workspace` starts in the background
+    return service, backend
+
+
+async def test_a_definition_from_another_file_reaches_the_prompt_and_holds_while_typing(
+    tmp_path: Path,
+) -> None:
+    service, backend = await served(tmp_path)
+    uri = (tmp_path / "main.py").as_uri()
+    service.did_open(uri, "python", 1, MAIN)
+    await service.complete(uri, *end(service, uri), "utf-16")
+    first = backend.calls[-1].prompt
+    assert '# shapes.py\nclass Rectangle:\n    """An axis-aligned rectangle."""' in first
+    assert "def scaled(self, k): ..." in first
+    head = first.split("# main.py")[0]
+    for version, ch in enumerate("2, ", start=2):  # typing: the context stays byte for byte
+        row, col = end(service, uri)
+        service.did_change(uri, version, [((row, col, row, col), ch)], "utf-16")
+        await service.complete(uri, row, col + 1, "utf-16")
+        assert backend.calls[-1].prompt.startswith(head + "# main.py\n")
+
+
+async def test_a_private_files_definitions_never_reach_a_prompt(tmp_path: Path) -> None:
+    service, backend = await served(tmp_path)
+    uri = (tmp_path / "main.py").as_uri()
+    text = MAIN + "\ntoken = api_token_for("
+    service.did_open(uri, "python", 1, text)
+    await service.complete(uri, *end(service, uri), "utf-16")
+    prompt = backend.calls[-1].prompt
+    assert "hunter2" not in prompt and "credentials.py" not in prompt
+    assert not service.planner.repo.index.has(str(tmp_path / "credentials.py"))
+
+
+async def test_definitions_off_leaves_the_in_file_prompt_alone(tmp_path: Path) -> None:
+    service, backend = await served(tmp_path, definitions=False)
+    alone = await service_with(ScriptedBackend("x"))
+    uri = (tmp_path / "main.py").as_uri()
+    for s in (service, alone):
+        s.did_open(uri, "python", 1, MAIN)
+        await s.complete(uri, *end(s, uri), "utf-16")
+    assert backend.calls[-1].prompt == alone.worker.backend.calls[-1].prompt  # type: ignore[union-attr]
+
+
+async def test_another_documents_edits_come_after_a_pause_unless_edit_context_is_off(
+    tmp_path: Path,
+) -> None:
+    for edit_context in (True, False):
+        service, backend = await served(tmp_path, edit_context=edit_context)
+        other, uri = (tmp_path / "shapes.py").as_uri(), (tmp_path / "main.py").as_uri()
+        service.did_open(other, "python", 1, SHAPES)
+        service.did_change(other, 2, [((2, 8, 2, 14), "resized")], "utf-16")
+        service.did_open(uri, "python", 1, MAIN)
+        await service.complete(uri, *end(service, uri), "utf-16")
+        prompt = backend.calls[-1].prompt
+        diff = "# shapes.py.diff\n--- a/shapes.py\n+++ b/shapes.py\n@@ -3,1 +3,1 @@\n"
+        assert (
+            diff + "-    def scaled(self, k):\n+    def resized(self, k):" in prompt
+        ) is edit_context
+        service.set_options(Options(max_tokens=32, prefetch=False))
