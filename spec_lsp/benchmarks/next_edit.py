@@ -1,9 +1,10 @@
 """`spec-lsp bench next-edit`: next edit suggestions asked of the real server, scored per case.
 
-For each case (`next_edit_cases`) it opens the case's text under a fresh uri, asks one untimed
-`textDocument/copilotInlineEdit` at the cursor (the document is then warm), sends the history
-hunks as incremental didChange notifications (version + 1 each), asks the timed request at the
-cursor with the current version, and closes the document. Scores, with B the document after the
+For each case (`next_edit_cases`) it opens the case's text under a fresh uri, sends the history
+hunks but the last as incremental didChange notifications (version + 1 each), asks one untimed
+`textDocument/copilotInlineEdit` where the last hunk starts (the document is then warm: an editor
+asked before the user's latest edit), sends the last hunk, asks the timed request at the cursor
+with the current version, and closes the document. Scores, with B the document after the
 history, P = B with the predicted edit applied and E = B with the expected edit applied:
 
 - exact match: P == E (the whole documents' texts);
@@ -16,6 +17,13 @@ history, P = B with the predicted edit applied and E = B with the expected edit 
 - quiet (negative cases): the answer changes nothing (no edit, or an edit that leaves B as is);
 - latency: the timed request, from sending it to its answer, p50/p90 in ms (all of them, and
   those answered with an edit);
+- cost: what the server's `spec-lsp/stats` (`nextEdit`) counted for the timed request: prompt
+  tokens prefilled (the rest came from the rewrite's cached KV), prefill ms and the server's CPU
+  time from request to answer (run with one thread, what the request cost however busy the
+  machine), and the answer's confidence (the least probability of a departure from the region);
+- gate: suggested on positives, exact matches and quiet on negatives had the server shown only
+  answers of at least each confidence in `GATES` (from the rows: an answer under the server's
+  own gate is no answer at any of them);
 - decode: the server's own `nextEdit.decode` figures from `spec-lsp/stats` after the run
   (tokens per verify pass, None when the backend counted no pass; tokens/s); with
   `compare="target-only"` the cases run again with `{"speculation": "off"}`, and the ratio of
@@ -49,7 +57,7 @@ from spec_lsp.benchmarks.next_edit_cases import (
 )
 from spec_lsp.replay.analysis import percentiles
 from spec_lsp.replay.client import LspClient, ServerError
-from spec_lsp.replay.document import diff_edit, offset_of, position_of
+from spec_lsp.replay.document import Edit, diff_edit, offset_of, position_of
 from spec_lsp.replay.handshake import initialize, wait_ready
 from spec_lsp.replay.replayer import default_server_cmd
 
@@ -57,6 +65,7 @@ METHOD = "textDocument/copilotInlineEdit"
 TIMEOUT_S = 600.0  # one answer of a real model on a slow CPU (a cold prompt, a long region)
 LOAD_TIMEOUT_S = 600.0
 TARGET_ONLY = {"speculation": "off"}
+GATES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # confidence gates `gate_curve` reports
 
 
 def apply_inline_edit(text: str, edit: dict[str, Any]) -> str:
@@ -121,33 +130,79 @@ async def _ask(client: LspClient, uri: str, version: int, offset: int, text: str
     return await client.request(METHOD, params, timeout=TIMEOUT_S)
 
 
+def _change(client: LspClient, uri: str, version: int, text: str, edit: Edit) -> str:
+    """Sends `edit` of `text` as an incremental didChange to `version`; the text after it."""
+    change = {
+        "range": {
+            "start": position_of(text, edit.start),
+            "end": position_of(text, edit.start + edit.old_len),
+        },
+        "text": edit.text,
+    }
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+    )
+    return apply(text, edit)
+
+
+async def _next_edit_stats(client: LspClient) -> dict[str, Any]:
+    stats = await client.request("spec-lsp/stats", {}, timeout=30.0)
+    return (stats or {}).get("nextEdit") or {}
+
+
+async def _settled_stats(client: LspClient, before: dict[str, Any]) -> dict[str, Any]:
+    """The stats once the timed request's rewrite has ended: one that answered early goes on
+    writing the rest of the region, and counts its prefill when it ends."""
+    after = await _next_edit_stats(client)
+    deadline = time.monotonic() + TIMEOUT_S
+    while after.get("early", 0) > before.get("early", 0) and time.monotonic() < deadline:
+        ended = (after.get("decode") or {}).get("rewrites", 0) + after.get("cancelled", 0)
+        if ended > (before.get("decode") or {}).get("rewrites", 0) + before.get("cancelled", 0):
+            break
+        await asyncio.sleep(0.2)
+        after = await _next_edit_stats(client)
+    return after
+
+
+def _spent(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the server counted for the timed request: its rewrite's prompt tokens prefilled
+    (the rest of the prompt came from the rewrite's cached KV), prefill ms, and the server's
+    CPU time from request to answer; the answer's confidence."""
+    b, a = before.get("decode") or {}, after.get("decode") or {}
+    return {
+        "prefilled_tokens": a.get("prefilledTokens", 0) - b.get("prefilledTokens", 0),
+        "prefill_ms": round(a.get("prefillMs", 0.0) - b.get("prefillMs", 0.0), 1),
+        "cpu_ms": round(after.get("cpuMs", 0.0) - before.get("cpuMs", 0.0), 1),
+        "confidence": after.get("confidence"),
+    }
+
+
 async def run_case(client: LspClient, case: Case, n: int) -> dict[str, Any]:
-    """Open, warm, history, the timed request, close: the case's scored row."""
+    """Open, the history but its last edit, an untimed request (the document is then warm, as
+    it is for an editor that asked before the user's latest edit), the last edit, the timed
+    request, close: the case's scored row."""
     uri = f"file:///bench/{n}/{quote(case.path)}"
     item = {"uri": uri, "languageId": case.language, "version": 1, "text": case.text}
     client.notify("textDocument/didOpen", {"textDocument": item})
-    # untimed, at the cursor's offset in the text before the history: warms the document
-    await _ask(client, uri, 1, case.cursor, case.text)
     text, version = case.text, 1
-    for edit in case.history:
+    for edit in case.history[:-1]:
         version += 1
-        change = {
-            "range": {
-                "start": position_of(text, edit.start),
-                "end": position_of(text, edit.start + edit.old_len),
-            },
-            "text": edit.text,
-        }
-        client.notify(
-            "textDocument/didChange",
-            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
-        )
-        text = apply(text, edit)
+        text = _change(client, uri, version, text, edit)
+    # untimed, where the last edit starts (the cursor's offset when there is none)
+    warm_at = case.history[-1].start if case.history else case.cursor
+    await _ask(client, uri, version, warm_at, text)
+    for edit in case.history[-1:]:
+        version += 1
+        text = _change(client, uri, version, text, edit)
+    before = await _next_edit_stats(client)
     t0 = time.perf_counter()
     answer = await _ask(client, uri, version, case.cursor, text)
     ms = (time.perf_counter() - t0) * 1000.0
+    spent = _spent(before, await _settled_stats(client, before))
     client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-    return score(case, after_history(case), answer, version) | {"latency_ms": round(ms, 2)}
+    row = score(case, after_history(case), answer, version)
+    return row | {"latency_ms": round(ms, 2)} | spent
 
 
 async def run_cases(
@@ -189,6 +244,32 @@ def _latency(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return percentiles([r["latency_ms"] for r in rows], (50, 90)) | {"n": len(rows)}
 
 
+def gate_curve(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each confidence gate of `GATES`: the share of positives suggested, their exact
+    matches and the share of negatives kept quiet, had only answers at or over it been shown.
+    An answer without a confidence (from a kept rewrite, no model call) passes every gate."""
+    pos = [r for r in rows if r["positive"]]
+    neg = [r for r in rows if not r["positive"]]
+
+    def shown(r: dict[str, Any], gate: float) -> bool:
+        c = r.get("confidence")
+        return bool(r["suggested"]) and (c is None or c >= gate)
+
+    return [
+        {
+            "gate": gate,
+            "suggested_on_positives": sum(shown(r, gate) for r in pos) / len(pos) if pos else None,
+            "exact_matches": sum(shown(r, gate) and r["exact"] for r in pos),
+            "quiet_on_negatives": sum(not shown(r, gate) for r in neg) / len(neg) if neg else None,
+        }
+        for gate in GATES
+    ]
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def figures(rows: list[dict[str, Any]], stats: Any) -> dict[str, Any]:
     """The run's figures from its rows and the server's `spec-lsp/stats` after it."""
     pos = [r for r in rows if r["positive"]]
@@ -209,6 +290,11 @@ def figures(rows: list[dict[str, Any]], stats: Any) -> dict[str, Any]:
         "stale_answers": sum(r["stale"] for r in rows),
         "latency_ms": _latency(rows),
         "latency_ms_suggested": _latency([r for r in rows if r["suggested"]]),
+        "prefilled_tokens": percentiles([r.get("prefilled_tokens", 0) for r in rows], (50, 90))
+        | {"mean": _mean([r.get("prefilled_tokens", 0) for r in rows])},
+        "cpu_ms": percentiles([r.get("cpu_ms", 0.0) for r in rows], (50, 90))
+        | {"mean": _mean([r.get("cpu_ms", 0.0) for r in rows])},
+        "gate": gate_curve(rows),
         "tokens_per_pass": decode.get("tokensPerPass") if decode.get("targetForwards") else None,
         "decode_tokens_per_s": decode.get("tokensPerS"),
         "server_next_edit": next_edit,
@@ -272,6 +358,8 @@ def print_table(report: dict[str, Any]) -> None:
         ),
         ("latency p50 / p90 (ms)", lambda f: _p50_p90(f["latency_ms"])),
         ("  answers with an edit", lambda f: _p50_p90(f["latency_ms_suggested"])),
+        ("prefilled tokens p50 / p90", lambda f: _p50_p90(f["prefilled_tokens"])),
+        ("server CPU ms p50 / p90", lambda f: _p50_p90(f["cpu_ms"])),
         ("tokens per verify pass", lambda f: _num(f["tokens_per_pass"])),
         ("rewrite decode (tok/s)", lambda f: _num(f["decode_tokens_per_s"], 1)),
     ):
@@ -279,6 +367,11 @@ def print_table(report: dict[str, Any]) -> None:
     width = max(len(name) for name, _ in rows)
     for name, cells in rows:
         print(f"{name:<{width}}  " + "  ".join(f"{c:>16}" for c in cells))
+    for g in runs[0]["figures"]["gate"]:
+        print(
+            f"gate {g['gate']:.2f}: suggested on positives {_pct(g['suggested_on_positives'])}, "
+            f"exact {g['exact_matches']}, quiet on negatives {_pct(g['quiet_on_negatives'])}"
+        )
     if (ratio := report["decode_speed_ratio"]) is not None:
         print(f"rewrite decode speed, copy drafts / target-only: {ratio:.2f}x")
 

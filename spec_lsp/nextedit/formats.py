@@ -2,11 +2,14 @@
 edits are put to a model, and how its rewrite of the region is read back.
 
 - `qwen-chat` (the default, for the `coder` pair's Qwen2.5-Coder Instruct models; our design):
-  Qwen's chat template with a short instruction; the file excerpt with the region between
-  `<region>` and `</region>`, then the recent edits as unified diffs; the answer is prefilled
-  with `<region>` and a newline, so the model writes the region's new text and `</region>`. The
-  file comes before the edits: a prompt's start stays the same from one request to the next while
-  the user edits below it, so its KV is reused; the edits, which change at every request, come last.
+  Qwen's chat template with a short instruction; the file excerpt with the region's place marked
+  by `<region/>` (its lines are not repeated there), then the recent edits as unified diffs,
+  oldest first, then the region between `<region>` and `</region>`; the answer is prefilled with
+  `<region>` and a newline, so the model writes the region's new text and `</region>`. What the
+  user's typing changes comes last: a keystroke inside the region changes the newest diff and the
+  region, never the excerpt, so the rewrite's KV (kept per document by the engine) holds the
+  instruction, the excerpt and the older diffs from one request to the next, and only the newest
+  diff and the region are prefilled again.
 - `sweep`: Sweep's next-edit models (Qwen2.5-Coder-based GGUF files a user downloads): the file
   and each recent edit as `original:`/`updated:` blocks after `<|file_sep|>` markers, then the
   region as it was before the recent edits, the region now, and `updated/<path>`, after which the
@@ -89,14 +92,16 @@ class QwenChat:
         "follows from the recent edits, repeat the region unchanged."
     )
     END = "</region>"
+    PLACE = "<region/>"  # where the region sits in the file excerpt
 
     def render(self, ctx: EditContext) -> EditPrompt:
         fence = "```"
         user = (
-            f"The file {ctx.path}:\n{fence}{ctx.language}\n{_join(ctx.above)}<region>\n"
-            f"{_join(ctx.region)}</region>\n{_join(ctx.below)}{fence}\n\n"
+            f"The file {ctx.path}, the region's place marked <region/>:\n{fence}{ctx.language}\n"
+            f"{_join(ctx.above)}{self.PLACE}\n{_join(ctx.below)}{fence}\n\n"
             f"My recent edits, oldest first:\n{fence}diff\n{diffs(ctx)}{fence}\n\n"
-            "Rewrite the region with the edit that follows from them."
+            f"The region:\n<region>\n{_join(ctx.region)}{self.END}\n\n"
+            "Rewrite the region with the edit that follows from my recent edits."
         )
         text = (
             f"<|im_start|>system\n{self.SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"

@@ -5,7 +5,8 @@ the latest edit's lines and one line either side when that edit is within `NEAR`
 neighbourhood is where the next edit most often is); then moved to syntax boundaries (`snap`: the
 syntax layer widens a side that cuts through a statement, by `REACH` lines at most); `MAX_LINES`
 lines at most, kept around the cursor. Around it the prompt shows up to `ABOVE` lines before and
-`BELOW` after, and `CONTEXT_CHARS` characters on each side. Pure functions of lines and rows.
+`BELOW` after, within `CONTEXT_CHARS` and `BELOW_CHARS` characters, and the recent edits within
+`DIFF_CHARS` (`recent_hunks`). Pure functions of lines and rows.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ SPAN_ABOVE = 5
 NEAR = 30
 REACH = 6
 MAX_LINES = 30
-MAX_CHARS = 2400  # the region's characters (~700 tokens of code): its rewrite is the latency
-# The file around the region: enough to name what the region uses, small enough that the prompt
-# stays well under a preset's window (a prompt over it would be cut at a moving start, and no KV
-# could be reused) and that what follows an edit, re-prefilled at each request, stays short.
+MAX_CHARS = 1800  # the region's characters (~500 tokens of code): its rewrite is the latency
+# The file around the region and the recent edits: enough to name what the region uses, small
+# enough that the prompt (with the region: ~1,400 tokens at most) stays under the `coder`
+# preset's window of 1,536 (a prompt over it is cut at a moving start, and no KV is reused).
 ABOVE, BELOW = 40, 12
 CONTEXT_CHARS = 1500
+BELOW_CHARS = 700
+DIFF_CHARS = 1200
 STEP = 16
 
 Snap = Callable[[str, int, int, int], "tuple[int, int]"]  # (uri, first, last, reach) -> rows
@@ -63,18 +66,33 @@ def editable_region(
 
 def context_lines(lines: list[str], first: int, last: int) -> tuple[list[str], list[str]]:
     """The lines shown above and below a region, bounded in count and characters. The lines
-    above start on a multiple of `STEP` (dropped in whole steps to fit the characters): the
-    region moving by a line or two, as the latest edit widens it, leaves the prompt's start, and
-    so its KV, as it was."""
-    start = max(0, (first - ABOVE) // STEP * STEP)
-    while start < first and sum(len(s) + 1 for s in lines[start:first]) > CONTEXT_CHARS:
+    above start on a multiple of `STEP`, chosen from the first multiple of `STEP` at or after the
+    region's first line, not from the line itself (and dropped in whole steps to fit the
+    characters): the region moving by a line or two, as the cursor and the latest edit move it,
+    leaves the excerpt's start, and so the KV of the prompt up to the region, as it was."""
+    anchor = min(-(-first // STEP) * STEP, len(lines))
+    start = max(0, (anchor - ABOVE) // STEP * STEP)
+    while start < first and sum(len(s) + 1 for s in lines[start:anchor]) > CONTEXT_CHARS:
         start += STEP
     above = lines[min(start, first) : first]
     below: list[str] = []
     size = 0
     for line in lines[last + 1 : last + 1 + BELOW]:
         size += len(line) + 1
-        if size > CONTEXT_CHARS:
+        if size > BELOW_CHARS:
             break
         below.append(line)
     return above, below
+
+
+def recent_hunks(hunks: list[Hunk]) -> list[Hunk]:
+    """The newest of `hunks` (oldest first) whose diffs fit `DIFF_CHARS` (the newest always): the
+    prompt's recent edits. Older hunks leave in whole, so the diffs that stay keep their text."""
+    kept: list[Hunk] = []
+    size = 0
+    for hunk in reversed(hunks):
+        size += len(hunk.diff())
+        if kept and size > DIFF_CHARS:
+            break
+        kept.append(hunk)
+    return kept[::-1]

@@ -37,7 +37,7 @@ from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.nextedit.early import complete_lines, settled_edits
 from spec_lsp.nextedit.edits import Replacement, choose, cosmetic, region_edits, reverts
 from spec_lsp.nextedit.formats import EditContext, EditPrompt, format_for, region_lines
-from spec_lsp.nextedit.region import context_lines, editable_region
+from spec_lsp.nextedit.region import context_lines, editable_region, recent_hunks
 from spec_lsp.nextedit.stats import NextEditStats
 from spec_lsp.worker import Job
 
@@ -102,8 +102,16 @@ class NextEdits:
     # -- requests -------------------------------------------------------------------------------
     async def suggest(self, uri: str, version: int, row: int, col: int) -> Suggested | None:
         """The edit to show for a cursor at (row, col) (characters) of `uri` at `version`."""
+        cpu0 = time.process_time()  # the server's CPU time (all its threads) while it answers
+        try:
+            return await self._suggest(uri, version, row, col)
+        finally:
+            self.stats.cpu_ms += (time.process_time() - cpu0) * 1000
+
+    async def _suggest(self, uri: str, version: int, row: int, col: int) -> Suggested | None:
         t0 = time.perf_counter()
         self.stats.requests += 1
+        self.stats.confidence = None
         doc = self.c.docs.get(uri)
         if doc is None or doc.version != version or not self._serving(doc):
             self.stats.empty += 1
@@ -162,7 +170,7 @@ class NextEdits:
             above=above,
             region=doc.lines[first : last + 1],
             below=below,
-            hunks=hunks,
+            hunks=recent_hunks(hunks),
             cursor=(row - first, col),
             first_line=first,
         )
@@ -200,16 +208,21 @@ class NextEdits:
             below = [e for e in self._worth(edits, doc, hunks) if e.end[0] >= row]
             if below and self.c.docs.get(doc.uri) is doc:
                 self.stats.early += 1
+                self.stats.confidence = min(departures, default=1.0)
                 return below[0]
         return None
 
-    def _usable(self, result: GenerationResult) -> bool:
+    def _usable(self, result: GenerationResult, answers: bool = True) -> bool:
         """A finished rewrite worth reading: it ended with its marker, and the model was sure
-        wherever it departed from the old text."""
+        wherever it departed from the old text. One that `answers` the request waiting on it
+        leaves its confidence in the counters."""
         self.stats.record(result.stats)
         if result.stats.stop_reason not in ("stop_string", "eos"):
             return False  # no end marker: the rewrite ran out of tokens, or was cut off
-        if result.departures and min(p for _, p in result.departures) < MIN_CONFIDENCE:
+        confidence = min((p for _, p in result.departures), default=1.0)
+        if answers:
+            self.stats.confidence = confidence
+        if confidence < MIN_CONFIDENCE:
             self.stats.unsure += 1
             return False
         return True
@@ -219,7 +232,7 @@ class NextEdits:
         if future.cancelled() or future.exception() is not None:
             return
         result = future.result()
-        if result.cancelled or result.failed or not self._usable(result):
+        if result.cancelled or result.failed or not self._usable(result, answers=False):
             return
         if self.c.docs.get(rest.uri) is not None:
             self._rewrites[rest.uri] = replace(rest, new=region_lines(result.text))

@@ -33,6 +33,10 @@ class NextEditStats:
     prefilled_tokens: int = 0
     proposed_tokens: int = 0
     accepted_tokens: int = 0
+    cpu_ms: float = 0.0  # the server's CPU time (all its threads) while requests were answered
+    # The latest rewrite's confidence: the least probability the target gave a departure from
+    # the old text (1.0 without one); None until a rewrite of the latest request was read.
+    confidence: float | None = None
     latency: LatencyWindow = field(default_factory=LatencyWindow)
 
     def record(self, g: GenerationStats) -> None:
@@ -62,6 +66,8 @@ class NextEditStats:
             "accepted": self.accepted,
             "rejected": self.rejected,
             "latency": self.latency.summary(),
+            "cpuMs": round(self.cpu_ms, 1),
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
             "decode": {
                 "rewrites": self.rewrites,
                 "tokens": self.decode_tokens,

@@ -110,6 +110,39 @@ def test_figures_from_rows_and_stats() -> None:
     assert ne.figures(rows, no_pass)["tokens_per_pass"] is None  # a backend that counts none
 
 
+def test_the_gate_curve_shows_only_answers_at_or_over_each_confidence() -> None:
+    def row(positive: bool, confidence: float | None, exact: bool = False) -> dict[str, Any]:
+        base = {"positive": positive, "suggested": True, "confidence": confidence}
+        return base | ({"exact": exact} if positive else {})
+
+    rows = [row(True, 0.95, True), row(True, 0.55), row(True, None), row(False, 0.65)]
+    rows.append({"positive": False, "suggested": False, "confidence": 0.99})
+    curve = {g["gate"]: g for g in ne.gate_curve(rows)}
+    assert curve[0.5] == {
+        "gate": 0.5,
+        "suggested_on_positives": 1.0,
+        "exact_matches": 1,
+        "quiet_on_negatives": 0.5,
+    }
+    assert curve[0.7]["suggested_on_positives"] == 2 / 3  # 0.55 gated; None (kept) passes
+    assert curve[0.7]["quiet_on_negatives"] == 1.0
+    assert curve[0.95]["exact_matches"] == 1 and curve[0.9]["exact_matches"] == 1
+    assert ne.gate_curve([])[0]["suggested_on_positives"] is None
+
+
+def test_the_timed_requests_cost_is_the_difference_of_the_servers_counters() -> None:
+    before = {"cpuMs": 100.0, "decode": {"prefilledTokens": 900, "prefillMs": 50.0}}
+    decode = {"prefilledTokens": 1040, "prefillMs": 80.0}
+    after = {"cpuMs": 350.5, "confidence": 0.8, "decode": decode}
+    assert ne._spent(before, after) == {
+        "prefilled_tokens": 140,
+        "prefill_ms": 30.0,
+        "cpu_ms": 250.5,
+        "confidence": 0.8,
+    }
+    assert ne._spent({}, {})["prefilled_tokens"] == 0  # a server that counted nothing yet
+
+
 def oracle_main(answers_path: str) -> None:
     """An LSP server on stdio that answers each uri's expected edit when the document is the
     case's text after its history (anything else: no edit)."""
@@ -252,4 +285,7 @@ def test_bench_next_edit_with_the_fake_rewriter_renames_and_reports_every_figure
             assert f[key] is not None, key
         assert f["latency_ms"]["p50"] is not None and f["latency_ms"]["p90"] is not None
         assert "tokens_per_pass" in f and "decode_tokens_per_s" in f
+        assert f["prefilled_tokens"]["p50"] is not None and f["cpu_ms"]["p50"] is not None
+        assert [g["gate"] for g in f["gate"]] == list(ne.GATES)
+        assert all("prefilled_tokens" in r and "cpu_ms" in r for r in run["rows"])
         assert len(run["rows"]) == 4

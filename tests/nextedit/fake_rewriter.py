@@ -3,11 +3,12 @@
 Random weights predict gibberish and the real pair takes seconds, so end-to-end tests (the editors',
 the server's, `bench next-edit`'s) talk to this instead, through the remote backend, with a preset
 whose `next_edit = "qwen-chat"`. It reads the prompt as `spec_lsp.nextedit.formats.QwenChat`
-renders it: the region between `<region>` and `</region>` in the file excerpt, and the recent edits'
-diff. It plays a model that carries a rename through: where the latest diff's `-` and `+` lines
-differ in one identifier (`width` -> `w`), it writes the region with that identifier renamed in
-every line but the edited ones; with no rename in the diff it repeats the region (no edit). The
-answer streams as llama-server's `/completion` does, and stops at `</region>` (`stop_type: word`).
+renders it: the region between `<region>` and `</region>` (after the file excerpt and the recent
+edits), and the recent edits' diff. It plays a model that carries a rename through: where the
+latest diff's `-` and `+` lines differ in one identifier (`width` -> `w`), it writes the region
+with that identifier renamed in every line but the edited ones; with no rename in the diff it
+repeats the region (no edit). The answer streams as llama-server's `/completion` does, and stops
+at `</region>` (`stop_type: word`).
 
     fake = FakeRewriter()                 # a free port
     preset = fake.write_preset(tmp_path)  # spec-lsp serve --preset <preset>

@@ -98,6 +98,9 @@ async def test_a_rename_is_carried_to_the_next_line_and_accepted(
     rename_line0(lsp, 2)
     edits = await ask(lsp, 2)
     assert len(edits) == 1
+    stats = (await lsp.request("spec-lsp/stats"))["nextEdit"]
+    assert stats["confidence"] == 1.0  # a backend that reports no departure: sure of it
+    assert stats["cpuMs"] > 0
     edit = edits[0]
     assert edit["textDocument"] == {"uri": URI, "version": 2}
     assert edit["command"]["command"] == "spec-lsp.didAcceptInlineEdit"
@@ -124,6 +127,7 @@ async def test_a_rename_is_carried_to_the_next_line_and_accepted(
     assert "width" not in apply(after, nxt[0]).split("\n")[nxt[0]["range"]["start"]["line"]]
     stats = (await lsp.request("spec-lsp/stats"))["nextEdit"]
     assert stats["answered"] == 2 and stats["shown"] == 1 and stats["accepted"] == 1
+    assert stats["confidence"] is None  # answered from the kept rewrite: no model asked
 
 
 async def test_the_server_advertises_next_edit(fake: FakeRewriter, tmp_path: Path) -> None:
