@@ -8,9 +8,9 @@ arrive, so that no one without the token can keep the user out.
   `access.MAX_FIRST_MESSAGE_BYTES`, nothing after it), so an unadmitted client costs tens of KiB,
   however long a frame it announces. An HTTP request line as the first line (a browser's request
   to 127.0.0.1) ends it at once.
-- Only an admitted connection takes the one session (`Lobby.take`); while another client is
-  served it is refused, except that a client reconnecting while its old connection's session
-  still ends waits for that end (at most ENDING_GRACE_S).
+- Only an admitted connection takes a session (`Lobby.take`), and at most `max_clients` hold
+  one at once: one more is refused, except that a client reconnecting while an old connection's
+  session still ends waits for that end (at most ENDING_GRACE_S).
 
 It knows nothing of listening, writing or LSP sessions (`transport.py`).
 """
@@ -57,12 +57,13 @@ class _RefuseHttp:
 
 
 class Lobby:
-    """Who is let in: the connections being admitted at once (oldest first), and the one session,
-    which only an admitted connection takes."""
+    """Who is let in: the connections being admitted at once (oldest first), and the sessions
+    (at most `max_clients`), which only admitted connections take."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_clients: int) -> None:
+        self.max_clients = max_clients
         self.admitting: dict[Connection, None] = {}
-        self.holder: Connection | None = None
+        self.holders: set[Connection] = set()
         self._freed = asyncio.Event()
 
     def arrive(self, connection: Connection) -> None:
@@ -77,19 +78,20 @@ class Lobby:
         self.admitting.pop(connection, None)
 
     async def take(self, connection: Connection) -> bool:
-        """True once `connection` holds the session; False while another client is served (one
-        whose connection is ending is waited for, at most ENDING_GRACE_S)."""
-        if self.holder is not None and self.holder.ending():
+        """True once `connection` holds a session; False while `max_clients` are served (where
+        one of them is ending, its end is waited for, at most ENDING_GRACE_S)."""
+        full = len(self.holders) >= self.max_clients
+        if full and any(holder.ending() for holder in self.holders):
             self._freed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._freed.wait(), ENDING_GRACE_S)
-        if self.holder is not None:
+        if len(self.holders) >= self.max_clients:
             return False
-        self.holder = connection
+        self.holders.add(connection)
         return True
 
-    def leave(self) -> None:
-        self.holder = None
+    def leave(self, connection: Connection) -> None:
+        self.holders.discard(connection)
         self._freed.set()
 
 

@@ -1,19 +1,21 @@
-"""A shared server's transport: one client at a time on a TCP or Unix socket, admitted by token.
+"""A shared server's transport: several clients at once on a TCP or Unix socket, admitted by token.
 
 `spec-lsp serve --tcp` and `--socket` serve several editor windows from one process (one model in
-memory), one client's session at a time. This module owns the sockets and who may speak on them:
+memory), each connection a session of its own. This module owns the sockets and who may speak on
+them:
 
 - Listening: TCP (port 0 binds a free port) or a Unix socket created 0600 (a stale socket file is
   replaced, anything else at the path is an error), removed at exit with the token file.
-- One client: the session is held by one admitted connection at a time; when it closes, the
-  next admitted one takes it (the server keeps running).
+- Clients: every admitted connection is served at once, up to a cap (`serve_clients`'
+  `max_clients`; one more is refused); when one closes, its session ends and the others go on
+  (the server keeps running).
 - Admission (`admission.py`, on `access.py`'s rules): several connections at once, each within
   a few seconds; the first message must be `initialize` with the token (where one is required),
   a small frame read strictly; anything else is closed without a reply. After it, every frame is
   read by `wire.py`'s bounded, resynchronizing reader, as on stdin.
 
 It knows nothing of LSP beyond the first message: the server (`SpecServer`, the `Sessions` it is)
-turns an admitted connection into a session and ends it when the connection closes.
+turns an admitted connection into a session, which is ended when the connection closes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import signal
 import socket
 import stat
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,15 +44,23 @@ class TransportError(Exception):
     """A setting or a path that keeps a shared server from starting; the message says why."""
 
 
+class Session(Protocol):
+    """One admitted connection's LSP session."""
+
+    def handle(self, body: bytes) -> None:
+        """Handles one message body the client sent."""
+        ...
+
+    def close(self) -> None:
+        """Ends the session: its connection closed (its documents, its requests go)."""
+        ...
+
+
 class Sessions(Protocol):
     """What the server does with an admitted connection."""
 
-    def open_session(self, connection: Connection) -> Callable[[bytes], None]:
-        """A fresh LSP session writing to `connection`; returns its handler of message bodies."""
-        ...
-
-    def close_session(self) -> None:
-        """Ends the session of the connection that closed (its documents, its requests)."""
+    def open_session(self, connection: Connection) -> Session:
+        """A fresh LSP session writing to `connection`."""
         ...
 
 
@@ -173,36 +182,38 @@ class Connection:
 async def _serve_connection(
     connection: Connection, sessions: Sessions, token: str | None, lobby: Lobby
 ) -> None:
-    """Admits the connection, then serves it as the session if no other client holds it."""
-    took = opened = False
+    """Admits the connection, then serves it as a session of its own (while there is room)."""
+    took = False
+    session: Session | None = None
     try:
         first = await admit_first(connection, token)
         lobby.admitted(connection)
         if first is None:
             return
         if not (took := await lobby.take(connection)):
-            log.warning("refused %s: another client is connected (one at a time)", connection.peer)
+            log.warning("refused %s: %d clients are connected", connection.peer, lobby.max_clients)
             return
-        log.info("client %s connected", connection.peer)
-        handle = sessions.open_session(connection)
-        opened = True
-        handle(first)
+        session = sessions.open_session(connection)
+        log.info("client %s connected (%d in all)", connection.peer, len(lobby.holders))
+        session.handle(first)
         await asyncio.sleep(0)  # the handler's task takes its first step, as `relay` does
-        await relay(connection.reader, handle, "spec-lsp-client")
+        await relay(connection.reader, session.handle, "spec-lsp-client")
     finally:
         lobby.admitted(connection)
         connection.release()
-        if opened:
-            sessions.close_session()
-            log.info("client %s disconnected; waiting for the next one", connection.peer)
+        if session is not None:
+            session.close()
         if took:
-            lobby.leave()
+            lobby.leave(connection)
+            log.info("client %s disconnected (%d left)", connection.peer, len(lobby.holders))
 
 
 # -- the accept loop ----------------------------------------------------------------------------
-async def serve_clients(listener: socket.socket, sessions: Sessions, token: str | None) -> None:
-    """Admits connections in parallel and serves one session at a time, until SIGTERM or
-    SIGINT."""
+async def serve_clients(
+    listener: socket.socket, sessions: Sessions, token: str | None, max_clients: int
+) -> None:
+    """Admits connections in parallel and serves each admitted one as a session of its own, at
+    most `max_clients` at once, until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
     stop: asyncio.Future[int] = loop.create_future()
 
@@ -214,7 +225,7 @@ async def serve_clients(listener: socket.socket, sessions: Sessions, token: str 
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
             loop.add_signal_handler(sig, on_signal, sig)
     listener.setblocking(False)
-    lobby = Lobby()
+    lobby = Lobby(max_clients)
     tasks: set[asyncio.Task[None]] = set()  # each connection's, from its admission to its end
 
     async def serve(connection: Connection) -> None:

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,6 +34,7 @@ from spec_lsp.engine.api import (
     GenerationStats,
 )
 from spec_lsp.heap import release_free_memory
+from spec_lsp.lanes import Lanes
 from spec_lsp.presets import Preset, load_preset, load_preset_engine
 
 log = logging.getLogger(__name__)
@@ -149,9 +149,13 @@ def _as_exception(exc: BaseException) -> Exception:
 
 
 class InferenceWorker:
+    """The thread and its queue. Every job goes in a lane (`lanes.py`): a stdio server's in one,
+    a shared server's clients' each in their own (`worker_lane.WorkerLane`), so the client that
+    typed last is served first and no client's work cancels another's."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._queue: Lanes[_Task] = Lanes()
         self._thread = threading.Thread(target=self._run, name="spec-lsp-inference", daemon=True)
         self.backend: Backend | None = None
         self.state: WorkerState = "loading"
@@ -165,9 +169,15 @@ class InferenceWorker:
 
     # -- called from the event loop -------------------------------------------------------
     def load(
-        self, preset: str, loader: Loader, progress: ProgressFn, done: Callable[[], None]
+        self,
+        preset: str,
+        loader: Loader,
+        progress: ProgressFn,
+        done: Callable[[], None],
+        lane: Hashable = None,
     ) -> None:
-        """Replaces the backend in the worker thread; `done` runs on the loop afterwards."""
+        """Replaces the backend in the worker thread, in `lane`'s turn (the client's that asked);
+        `done` runs on the loop afterwards."""
         self.state, self.error, self.info = "loading", None, ModelInfo(preset=preset)
 
         def on_progress(message: str, fraction: float) -> None:
@@ -192,18 +202,21 @@ class InferenceWorker:
         def dropped() -> None:
             self._call_loop(self._loaded, failed("the server stopped before loading"), done)
 
-        self._put(job, dropped)
+        self._put(job, dropped, lane)
 
     def _loaded(self, result: _Loaded, done: Callable[[], None]) -> None:
         self.state, self.error, self.backend, self.info = result
         done()
 
-    def submit(self, job: Job) -> None:
-        self._put(lambda: self._generate(job), lambda: self._resolve(job, _cancelled()))
+    def submit(self, job: Job, lane: Hashable = None) -> None:
+        """Queues a generation at the end of `lane`."""
+        self._put(lambda: self._generate(job), lambda: self._resolve(job, _cancelled()), lane)
 
-    def call(self, fn: Callable[[Backend], Any], frees_memory: bool = False) -> None:
-        """Runs `fn(backend)` in the worker (e.g. forgetting a document's KV state);
-        `frees_memory`: hand free heap memory back to the OS once the worker is idle."""
+    def call(
+        self, fn: Callable[[Backend], Any], frees_memory: bool = False, lane: Hashable = None
+    ) -> None:
+        """Runs `fn(backend)` in the worker, in `lane`'s turn (e.g. forgetting a document's KV
+        state); `frees_memory`: hand free heap memory back to the OS once the worker is idle."""
 
         def job() -> None:
             if self.backend is not None:
@@ -212,7 +225,15 @@ class InferenceWorker:
                 finally:
                     self._trim_due = self._trim_due or frees_memory
 
-        self._put(job, lambda: None)
+        self._put(job, lambda: None, lane)
+
+    def touch(self, lane: Hashable = None) -> None:
+        """`lane`'s client edited or asked for a completion: its queued jobs go first."""
+        self._queue.touch(lane)
+
+    def forget_lane(self, lane: Hashable) -> None:
+        """`lane`'s client has gone; what it left queued runs after every live client's."""
+        self._queue.forget(lane)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -228,17 +249,15 @@ class InferenceWorker:
         """Ends the thread after the job it runs now; the jobs queued behind it are answered
         without running (a generation as cancelled), as is any submitted later."""
         self._stopping = True
-        self._queue.put(None)
+        self._queue.close()
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
     # -- the worker thread ----------------------------------------------------------------
-    def _put(self, run: Callable[[], None], drop: Callable[[], None]) -> None:
-        if self._stopping:
+    def _put(self, run: Callable[[], None], drop: Callable[[], None], lane: Hashable) -> None:
+        if self._stopping or not self._queue.put(lane, (run, drop)):
             drop()
-        else:
-            self._queue.put((run, drop))
 
     def _run(self) -> None:
         try:
@@ -266,13 +285,9 @@ class InferenceWorker:
     def _drain(self) -> None:
         """Answers every job still queued without running it."""
         self._stopping = True
-        while True:
-            try:
-                task = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if task is not None:
-                task[1]()
+        self._queue.close()
+        for task in self._queue.drain():
+            task[1]()
 
     def _generate(self, job: Job) -> None:
         request = job.request

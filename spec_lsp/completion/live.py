@@ -22,7 +22,8 @@ from spec_lsp.completion.syntax_port import Cut
 from spec_lsp.config import Options
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.stats import ServerStats
-from spec_lsp.worker import InferenceWorker, Job
+from spec_lsp.worker import Job
+from spec_lsp.worker_lane import WorkerPort
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ def request_for(
 
 
 class Generations:
-    def __init__(self, worker: InferenceWorker, stats: ServerStats) -> None:
+    def __init__(self, worker: WorkerPort, stats: ServerStats) -> None:
         self.worker = worker
         self.stats = stats
         self._live: dict[str, Live] = {}

@@ -35,7 +35,7 @@ from spec_lsp.completion.syntax_port import SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, DocumentStore, Encoding
 from spec_lsp.stats import ServerStats
-from spec_lsp.worker import InferenceWorker
+from spec_lsp.worker_lane import WorkerPort
 
 IDLE_MS = 1000.0  # a request after this long without one: the user paused (chunks may change)
 Change = tuple[tuple[int, int, int, int] | None, str]  # (line, char, line, char) or None: full
@@ -44,7 +44,7 @@ Change = tuple[tuple[int, int, int, int] | None, str]  # (line, char, line, char
 class CompletionService:
     def __init__(
         self,
-        worker: InferenceWorker,
+        worker: WorkerPort,
         options: Options,
         syntax: SyntaxPort | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -140,6 +140,7 @@ class CompletionService:
             if keep:
                 self.history.record(uri, replaced, r1, doc.lines, text.count("\n"))
         doc.version = version
+        self.worker.touch()  # this client's work goes ahead of quieter clients'
         if changes and changes[-1][0] is not None:
             row = changes[-1][0][0]  # type: ignore[index]
             self.neighbours.note(uri, doc.lines, row, doc.language_id)
@@ -215,6 +216,7 @@ class CompletionService:
         doc = self.docs.get(uri)
         if doc is None:
             return None
+        self.worker.touch()
         self.prefetch.preempt(uri, doc.text)  # a prefetch never holds the worker from a request
         for listener in self.listeners:  # nor does next edit's work
             listener(None)

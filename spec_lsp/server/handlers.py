@@ -34,11 +34,11 @@ from spec_lsp.server.convert import (
     param,
     suggestion_id,
 )
-from spec_lsp.server.language_server import ARRIVAL, LoaderFactory, SpecServer
+from spec_lsp.server.host import LoaderFactory
+from spec_lsp.server.language_server import ARRIVAL, SpecServer
 from spec_lsp.server.pygls_internals import shutdown_requested
 from spec_lsp.server.session import ClientSession
 from spec_lsp.trust import client_options
-from spec_lsp.worker import InferenceWorker
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +61,9 @@ EVERY_FILE = types.FileOperationRegistrationOptions(
 # -- lifecycle ----------------------------------------------------------------------------------
 def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
     ls.options, warnings = client_options(ls.options, params.initialization_options)
-    if ls.worker is None:  # a shared server's next session keeps the worker and its models
-        ls.worker = InferenceWorker(asyncio.get_running_loop())
-    service = CompletionService(ls.worker, ls.options)
-    ls.set_session(ClientSession(service, NextEdits(service), warnings))
+    worker, name, lane = ls.worker_port()  # a shared server's clients share one worker
+    service = CompletionService(worker, ls.options)
+    ls.set_session(ClientSession(service, NextEdits(service), warnings, name, lane))
     service.planner.repo.workspace(workspace_roots(params))  # the symbol index, built aside
 
 
@@ -145,6 +144,7 @@ async def workspace_did_change_configuration(
     options, warnings = client_options(ls.options, section)
     for message in warnings:
         ls.warn(message)
+    options = ls.keep_shared_models(options)  # another window's model is not changed under it
     reload = options.model_key() != ls.options.model_key()
     ls.options = options
     ls.session.service.set_options(options)
@@ -343,8 +343,14 @@ def build_server(
     command line only: no client can set it (config.merge ignores it)."""
     server = SpecServer(preset, device, loader)
     server.options = dataclasses.replace(server.options, trust_remote_code=trust_remote_code)
+    server.register = register
+    register(server)
+    return server
+
+
+def register(server: SpecServer) -> None:
+    """Registers every handler of the table on `server` (a shared server's clients' too)."""
     for method, handler, options in FEATURES:
         server.feature(method, options)(handler)
     for name, command in COMMANDS:
         server.command(name)(command)
-    return server

@@ -1,17 +1,18 @@
 """The server object: stdio or a shared server's clients, the session, status and loading.
 
-`SpecServer` serves one client over stdio (`start_io`) or the clients of a socket one after
-another (`start_shared`: a fresh protocol per client, the models kept). It holds the options in
-force, the inference worker, and the client's `ClientSession` (session.py) from `initialize` on;
-it loads the models with `$/progress` and says what it is doing (`status`). The handlers that work
-on it are handlers.py's; what it needs of pygls's non-public names is pygls_internals.py's.
+`SpecServer` is one client's server: over stdio (`start_io`), or one of the clients a shared
+server serves at once (`start_shared`: the `SpecServer` that listens makes one per connection,
+`open_session`, with the handlers registered on it). It holds the client's protocol, its options
+in force and its `ClientSession` (session.py) from `initialize` on; what the clients share (the
+inference worker, so one model pair, and who is connected) is its `ModelHost` (host.py). It loads
+the models with `$/progress` and says what it is doing (`status`). The handlers that work on it
+are handlers.py's; what it needs of pygls's non-public names is pygls_internals.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import itertools
 import json
 import logging
 import socket
@@ -27,19 +28,20 @@ from pygls.lsp.server import LanguageServer
 
 from spec_lsp.completion import Arrival
 from spec_lsp.config import Options
-from spec_lsp.server.pygls_internals import SpecProtocol, cancel_requests, session_protocol
+from spec_lsp.server.host import MAX_CLIENTS, LoaderFactory, ModelHost
+from spec_lsp.server.pygls_internals import SpecProtocol, cancel_requests
 from spec_lsp.server.session import ClientSession
 from spec_lsp.transport import Connection, serve_clients
 from spec_lsp.trust import leave_workspace
 from spec_lsp.version import __version__
 from spec_lsp.wire import serve_stream
-from spec_lsp.worker import InferenceWorker, Loader, engine_loader
+from spec_lsp.worker import InferenceWorker, engine_loader
+from spec_lsp.worker_lane import WorkerLane, WorkerPort
 
 log = logging.getLogger(__name__)
 
 VERSION = __version__  # serverInfo's
 
-LoaderFactory = Callable[[Options], Loader]
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
 # A completion request's arrival (its document's version as the request was read).
 ARRIVAL: contextvars.ContextVar[Arrival | None] = contextvars.ContextVar("arrival", default=None)
@@ -51,6 +53,7 @@ class SpecServer(LanguageServer):
         preset: str = Options.preset,
         device: str = "auto",
         loader: LoaderFactory | None = None,
+        host: ModelHost | None = None,
     ) -> None:
         super().__init__(
             "spec-lsp",
@@ -59,15 +62,23 @@ class SpecServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.options = Options(preset=preset, device=device)
-        self.loader = loader or engine_loader
-        self.worker: InferenceWorker | None = None
+        self.host = host or ModelHost(loader or engine_loader)
         self.exit_code = 0
-        self.loaded = asyncio.Event()  # set while no load is in progress (after the first)
-        self.models_key: tuple[object, ...] | None = None  # what the last load was asked for
-        self.shared = False  # serving one client after another (`start_shared`)
+        self.shared = False  # one of a shared server's clients (`start_shared`)
         self._session: ClientSession | None = None  # from `initialize` on
         self._start_options = self.options
-        self._progress_ids = itertools.count(1)
+        self._connection: Connection | None = None  # a shared server's client's
+        # Registers the handlers on a client's server (`build_server`'s table).
+        self.register: Callable[[SpecServer], None] = lambda server: None
+
+    @property
+    def worker(self) -> InferenceWorker | None:
+        """The shared worker, from the first `initialize` on."""
+        return self.host.worker
+
+    @property
+    def loaded(self) -> asyncio.Event:
+        return self.host.loaded
 
     @property
     def session(self) -> ClientSession:
@@ -79,6 +90,39 @@ class SpecServer(LanguageServer):
     def set_session(self, session: ClientSession) -> None:
         """At `initialize`: `session` is the client's from now on."""
         self._session = session
+
+    def worker_port(self) -> tuple[WorkerPort, str | None, WorkerLane | None]:
+        """At `initialize`: the worker as this client's session sees it, its name and its lane.
+        A stdio client has the worker to itself; a shared server's client has a lane of its own
+        (`worker_lane.py`), so its jobs and documents stay its own."""
+        worker = self.host.start_worker(asyncio.get_running_loop())
+        if not self.shared:
+            return worker, None, None
+        name = self.host.join()
+        lane = WorkerLane(worker, name)
+        return lane, name, lane
+
+    def others_use_models(self) -> int:
+        """How many other clients use the models loaded (a shared server's): a model setting
+        of this client's that differs is not loaded while there are any."""
+        worker = self.worker
+        if not self.shared or self.host.models is None or worker is None:
+            return 0
+        if worker.state == "failed":  # no models in use: any client may load its own
+            return 0
+        return self.host.others(self._session.name if self._session else None)
+
+    def keep_shared_models(self, options: Options) -> Options:
+        """`options`, with the models in use kept where other clients use them (said once)."""
+        others = self.others_use_models()
+        if not others or options.model_key() == self.host.models_key:
+            return options
+        kept = self.host.with_models(options)
+        self.warn(
+            f"spec-lsp: this server's models ({kept.preset!r}) serve {others} other editor "
+            f"window(s); {options.preset!r} is not loaded while they are connected"
+        )
+        return kept
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serves over stdio until `exit`, the end of stdin, or SIGTERM; sets `exit_code`.
@@ -101,43 +145,51 @@ class SpecServer(LanguageServer):
             self.shutdown()
 
     def start_shared(self, listener: socket.socket, token: str | None) -> None:
-        """Serves the clients of `listener` one at a time (`transport.serve_clients`: bounded
-        framing, admission by `token`) until SIGTERM or SIGINT. Each connection is a session of
-        its own, from `initialize` on, while the models stay loaded for the next one."""
-        self.shared = True
+        """Serves the clients of `listener` at once (`transport.serve_clients`: bounded framing,
+        admission by `token`, at most MAX_CLIENTS) until SIGTERM or SIGINT. Each connection is a
+        session of its own, from `initialize` on; the models are loaded once for all of them,
+        and stay loaded for the next client when the last one leaves."""
         self.options = leave_workspace(self.options)  # the workspace is no place to look things up
         self._start_options = self.options
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(serve_clients(listener, self, token))
+            loop.run_until_complete(serve_clients(listener, self, token, MAX_CLIENTS))
         finally:
             self.shutdown()
             if self.worker is not None:
                 self.worker.stop()
 
-    def open_session(self, connection: Connection) -> Callable[[bytes], None]:
-        """A fresh protocol (nothing initialized, no requests) writing to `connection` only;
-        the handlers registered on the first one are shared."""
-        self.protocol = session_protocol(self.protocol)
-        self.protocol.set_writer(connection)
+    def open_session(self, connection: Connection) -> SpecServer:
+        """A new client's server: a fresh protocol (nothing initialized, no requests) writing
+        to `connection` only, the handlers registered, the models (this server's host) shared,
+        the options the command line's."""
+        client = SpecServer(self.options.preset, self.options.device, host=self.host)
+        client.options = client._start_options = self._start_options
+        client.shared = True
+        client.register = self.register
+        self.register(client)
+        client.protocol.set_writer(connection)
+        client._connection = connection
+        return client
 
-        def handle(body: bytes) -> None:
-            try:
-                self._handle_body(body)
-            except SystemExit:  # `exit` ends this session, not the server
-                connection.close()
+    def handle(self, body: bytes) -> None:
+        """A message of this client's connection (a shared server's)."""
+        try:
+            self._handle_body(body)
+        except SystemExit:  # `exit` ends this session, not the server
+            if self._connection is not None:
+                self._connection.close()
 
-        return handle
-
-    def close_session(self) -> None:
-        """Forgets the ended session: its requests are cancelled (their answers go nowhere),
-        its documents closed, its options back to the command line's."""
+    def close(self) -> None:
+        """The connection ended: its requests are cancelled (their answers go nowhere), its
+        documents closed, its lane of the worker left."""
         cancel_requests(self.protocol)
-        if self._session is not None:
-            self._session.close()
-        self._session = None
-        self.options = self._start_options
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+            if session.name is not None:
+                self.host.leave(session.name)
 
     def before_request(self, method: str, params: Any) -> None:
         """As a request is read (pygls_internals.py calls it), before edits read after it are
@@ -168,6 +220,7 @@ class SpecServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def status(self) -> dict[str, Any]:
+        """The shared model's state, and this client's own part (`session`)."""
         worker = self.worker
         state: str = "loading" if worker is None else worker.state
         if not self.options.enabled:
@@ -188,16 +241,22 @@ class SpecServer(LanguageServer):
             # Why the native kernels did not load (torch's run instead); `spec-lsp doctor` too.
             "kernelsError": kernels_error(),
             "engine": engine,
+            "clients": max(len(self.host.clients), 1),
+            "session": None if self._session is None else self._session.summary(),
         }
 
     async def ready_models(self) -> None:
-        """`load_models`, unless an earlier session of a shared server left the same models
-        loaded or loading: then this session waits for those."""
+        """`load_models`, unless another client of a shared server (connected, or gone) left the
+        same models loaded or loading, or others use the models: then this one waits for those."""
         worker = self.worker
+        if (kept := self.keep_shared_models(self.options)) != self.options:
+            self.options = kept
+            if self._session is not None:
+                self._session.service.set_options(kept)
         if (
             worker is None
             or worker.state == "failed"
-            or self.models_key != self.options.model_key()
+            or self.host.models_key != self.options.model_key()
         ):
             await self.load_models()
             return
@@ -209,7 +268,7 @@ class SpecServer(LanguageServer):
         """Loads the configured preset in the worker, reporting $/progress when supported."""
         assert self.worker is not None and self._session is not None
         self.loaded.clear()
-        self.models_key = self.options.model_key()
+        self.host.models = self.options
         token = await self._begin_progress(f"loading {self.options.preset}")
         done = asyncio.get_running_loop().create_future()
 
@@ -230,7 +289,9 @@ class SpecServer(LanguageServer):
                 done.set_result(None)  # first: this task's model_ready before any waiter
             self.loaded.set()
 
-        self.worker.load(self.options.preset, self.loader(self.options), progress, finished)
+        lane = None if self._session is None else self._session.name
+        loader = self.host.loader(self.options)
+        self.worker.load(self.options.preset, loader, progress, finished, lane)
         await done
         worker = self.worker
         if token is not None:
@@ -251,7 +312,7 @@ class SpecServer(LanguageServer):
         caps = self.client_capabilities
         if not (caps.window and caps.window.work_done_progress):
             return None
-        token = f"spec-lsp/load/{next(self._progress_ids)}"
+        token = f"spec-lsp/load/{next(self.host.progress_ids)}"
         try:
             await asyncio.wait_for(self.work_done_progress.create_async(token), 10)
             self.work_done_progress.begin(

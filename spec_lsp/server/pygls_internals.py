@@ -8,7 +8,6 @@ or reads these names of `JsonRPCProtocol` / `LanguageServerProtocol` (pygls/prot
   second `initialize` an InvalidRequest), and a request's arrival noted as it is read;
 - `_send_response`: the answer to a refused or malformed request;
 - `_server`: the server object a protocol belongs to (its `before_request` hook);
-- `_converter`: the cattrs converter a shared server's next session's protocol is made with;
 - `_request_futures`: a closed session's requests, cancelled;
 - `_shutdown`: whether `shutdown` came before `exit` (the exit code).
 
@@ -122,16 +121,6 @@ class SpecProtocol(LanguageServerProtocol):
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
-
-
-def session_protocol(old: LanguageServerProtocol) -> SpecProtocol:
-    """A fresh protocol for a shared server's next session (nothing initialized, no requests),
-    made like `old`, with the handlers registered on it."""
-    new = SpecProtocol(old._server, old._converter)
-    new.fm.features.update(old.fm.features)
-    new.fm.feature_options.update(old.fm.feature_options)
-    new.fm.commands.update(old.fm.commands)
-    return new
 
 
 def cancel_requests(protocol: LanguageServerProtocol) -> None:

@@ -3,8 +3,9 @@
 A connection's first frame is read before its token is checked, so it is read small and strictly
 (`wire.read_first`, `access.MAX_FIRST_MESSAGE_BYTES`): a 64 MiB frame, or a wrong-token frame
 with a 64 MiB one behind it, leaves the server's peak memory where it was. Connections are
-admitted in parallel and only an admitted one takes the session, so a loop reconnecting whenever
-it is dropped, or a crowd of silent connections, cannot keep the user's editor out. Real
+admitted in parallel and only an admitted one takes a session (at most `MAX_CLIENTS`), so a loop
+reconnecting whenever it is dropped, or a crowd of silent connections, cannot keep the user's
+editor out. Real
 `spec-lsp serve --tcp` subprocesses, as in test_tcp.py.
 """
 
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from spec_lsp.admission import ADMITTING_MAX
+from spec_lsp.server.host import MAX_CLIENTS
 from tests.fuzz.shared_process import TOKEN, SharedServer, frame, initialize_message
 from tests.security.memory import MIB, peak_rss
 
@@ -124,17 +126,23 @@ def test_a_crowd_of_silent_connections_cannot_keep_the_user_out(server: SharedSe
     assert "connections wait for admission" in server.stderr_text()
 
 
-def test_an_admitted_client_keeps_the_session_from_a_second_one_with_the_token(
+def test_clients_beyond_the_cap_are_refused_and_the_ones_served_stay_served(
     server: SharedServer,
 ) -> None:
-    first = server.connect()
+    clients = [server.connect() for _ in range(MAX_CLIENTS)]
     try:
-        first.initialize()
-        second = server.connect()
+        for client in clients:
+            client.initialize()
+        one_more = server.connect()
         with pytest.raises(ConnectionError):
-            second.initialize()
-        second.close()
-        assert first.alive()
-        assert json.dumps(first.result("spec-lsp/status"))
+            one_more.initialize()
+        one_more.close()
+        assert all(client.alive() for client in clients)
+        assert clients[0].result("spec-lsp/status")["clients"] == MAX_CLIENTS
+        clients.pop().close()  # a place is free again
+        again = server.connect()
+        clients.append(again)
+        assert json.dumps(again.initialize())
     finally:
-        first.close()
+        for client in clients:
+            client.close()
