@@ -5,7 +5,8 @@ differ (common start and end), so an edit replaces `self.count` -> `self.total` 
 the line; a block of lines removed is one edit whose text is empty, lines added one whose range is
 empty. `reverts` tells an edit that would undo one of the user's own recent edits (a model
 "fixing" code the user just changed back to what it was): such an edit is never shown, nor one
-that only moves whitespace (`cosmetic`). `choose`
+that only moves whitespace (`cosmetic`), nor one far from every recent edit that touches none of
+the words they changed (`unrelated`). `choose`
 picks the edit to show: the first at or below the cursor's line, else the nearest above.
 Positions are (row, col) in characters of the document's lines. Knows nothing of LSP or models.
 """
@@ -13,9 +14,13 @@ Positions are (row, col) in characters of the document's lines. Knows nothing of
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from spec_lsp.completion.history import Hunk
+
+FAR = 30  # lines between an edit and every recent hunk past which it must touch a changed word
+WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,26 @@ def cosmetic(edit: Replacement, doc: list[str]) -> bool:
     """Whether an edit only moves whitespace (a blank line, an indent, a trailing space): a
     small model's slip more often than anyone's next edit; never shown."""
     return "".join(replaced(edit, doc).split()) == "".join(edit.text.split())
+
+
+def changed_names(hunks: list[Hunk]) -> set[str]:
+    """The words the recent hunks took out or put in (a renamed name's old and new spelling)."""
+    names: set[str] = set()
+    for hunk in hunks:
+        names |= set(WORDS.findall("\n".join(hunk.old))) ^ set(WORDS.findall("\n".join(hunk.new)))
+    return names
+
+
+def unrelated(edit: Replacement, doc: list[str], hunks: list[Hunk]) -> bool:
+    """Whether an edit lies more than `FAR` lines from every recent hunk and touches none of the
+    words they changed. Far from the user's edits a next edit carries their change through (a
+    renamed name's other uses, a new argument at a call); anything else there "improves" code
+    nobody touched, a small model's habit more often than anyone's next edit. Never shown."""
+    r1, r2 = edit.start[0], edit.end[0]
+    if any(r1 <= hunk.end + FAR and r2 >= hunk.start - FAR for hunk in hunks):
+        return False
+    touched = set(WORDS.findall(replaced(edit, doc))) | set(WORDS.findall(edit.text))
+    return not touched & changed_names(hunks)
 
 
 def choose(edits: list[Replacement], row: int) -> Replacement | None:

@@ -35,7 +35,14 @@ from spec_lsp.completion.service import CompletionService
 from spec_lsp.documents import Document
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.nextedit.early import complete_lines, settled_edits
-from spec_lsp.nextedit.edits import Replacement, choose, cosmetic, region_edits, reverts
+from spec_lsp.nextedit.edits import (
+    Replacement,
+    choose,
+    cosmetic,
+    region_edits,
+    reverts,
+    unrelated,
+)
 from spec_lsp.nextedit.formats import EditContext, EditPrompt, format_for, region_lines
 from spec_lsp.nextedit.region import context_lines, editable_region, recent_hunks
 from spec_lsp.nextedit.stats import NextEditStats
@@ -281,8 +288,15 @@ class NextEdits:
 
     @staticmethod
     def _worth(edits: list[Replacement], doc: Document, hunks: list[Hunk]) -> list[Replacement]:
-        """The edits worth showing: none that undoes the user's own or only moves whitespace."""
-        return [e for e in edits if not reverts(e, doc.lines, hunks) and not cosmetic(e, doc.lines)]
+        """The edits worth showing: none that undoes the user's own, only moves whitespace, or
+        lies far from the user's edits without carrying one through."""
+        return [
+            e
+            for e in edits
+            if not reverts(e, doc.lines, hunks)
+            and not cosmetic(e, doc.lines)
+            and not unrelated(e, doc.lines, hunks)
+        ]
 
     def _give_way(self, uri: str | None) -> None:
         """A completion request arrived (None) or `uri` changed: its next edit stops (unless

@@ -136,3 +136,19 @@ def test_an_edit_is_settled_once_old_lines_follow_it() -> None:
     assert settled_edits(DOC, 0, old, written[:3]) == []
     settled = settled_edits(DOC, 0, old, [*written, "def perimeter(width, height):"])
     assert settled == [Replacement((1, 11), (1, 16), "w")]
+
+
+def test_an_edit_far_from_every_recent_edit_is_shown_only_when_it_carries_one_through() -> None:
+    from spec_lsp.nextedit.edits import FAR, unrelated
+
+    doc = ["def area(w, height):", *[f"x{i} = {i}" for i in range(80)], "print(width, y)"]
+    hunks = [Hunk(0, ["def area(width, height):"], ["def area(w, height):"])]
+    far = len(doc) - 1
+    assert far > FAR
+    rename = Replacement((far, 6), (far, 11), "w")  # the renamed name's other use
+    tidy = Replacement((far, 13), (far, 14), "z")  # a change nobody asked for
+    assert not unrelated(rename, doc, hunks)
+    assert unrelated(tidy, doc, hunks)
+    near = Replacement((5, 5), (5, 6), "9")
+    assert not unrelated(near, doc, hunks)  # near the user's edit: the model's judgement
+    assert unrelated(tidy, doc, [])  # no recent edit: nothing follows from one
