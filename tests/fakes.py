@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 from spec_lsp.completion import CompletionService
 from spec_lsp.completion.live import WARM_PREFILL_CHUNK
@@ -156,16 +158,53 @@ class PlainSyntax(SyntaxPort):
 
 
 async def service_with(
-    backend: Backend, prefetch: bool = False, **options: object
+    backend: Backend,
+    prefetch: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
+    **options: object,
 ) -> CompletionService:
     """A ready service on the real worker thread with `backend` loaded and no syntax rules;
-    `prefetch`: off by default, so the calls a test counts are the requests' own."""
+    `prefetch`: off by default, so the calls a test counts are the requests' own; `clock`: when
+    requests arrive (a `tests.remote.fake_engine.Clock` makes a pause by `advance`)."""
     worker = InferenceWorker(asyncio.get_running_loop())
     worker.backend, worker.state, worker.info = backend, "ready", ModelInfo(preset="fake")
     opts = Options(max_tokens=32, prefetch=prefetch, **options)  # type: ignore[arg-type]
-    service = CompletionService(worker, opts, PlainSyntax())
+    service = CompletionService(worker, opts, PlainSyntax(), clock=clock)
     service.model_ready()
     return service
+
+
+class StepTimer:
+    """`Generations.timer` stepped by the test: a wait ends when its future does or when
+    `advance` moves this clock past its time, never by itself."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._alarms: list[tuple[float, asyncio.Future[None]]] = []
+
+    async def __call__(self, future: asyncio.Future[Any], seconds: float) -> None:
+        alarm = asyncio.get_running_loop().create_future()
+        self._alarms.append((self.now + seconds, alarm))
+        await asyncio.wait({future, alarm}, return_when=asyncio.FIRST_COMPLETED)
+
+    async def advance(self, seconds: float) -> None:
+        """Moves the clock `seconds` on, once the tasks ready to run have reached their waits:
+        every wait due by then has ended, and the tasks it woke have run to their next wait
+        (which ends too, when it is due by then), on return."""
+        await _run_ready()
+        self.now += seconds
+        while due := [a for t, a in self._alarms if t <= self.now and not a.done()]:
+            for alarm in due:
+                alarm.set_result(None)
+            await _run_ready()
+        self._alarms = [(t, a) for t, a in self._alarms if not a.done()]
+
+
+async def _run_ready() -> None:
+    """A few turns of the event loop: the tasks ready to run (and the callbacks that wake
+    others: a done future's, `asyncio.wait`'s) run up to their next wait."""
+    for _ in range(5):
+        await asyncio.sleep(0)
 
 
 async def wait_event(event: threading.Event) -> None:

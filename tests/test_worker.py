@@ -59,7 +59,7 @@ async def test_a_generation_that_raises_a_non_exception_fails_alone() -> None:
     with pytest.raises(WorkerError, match="Crash: no Exception"):
         await answer(crashed)
     assert (await answer(after)).text == "ok"  # the thread went on
-    assert worker.failures == 1 and worker._thread.is_alive()  # noqa: SLF001
+    assert worker.failures == 1 and worker.is_alive()
     worker.stop()
 
 
@@ -118,7 +118,7 @@ async def test_stopping_answers_the_queued_jobs_without_running_them() -> None:
     assert (await answer(late)).cancelled
     assert [r.prompt for r in backend.calls] == ["x = "]
     worker.join(WAIT_S)
-    assert not worker._thread.is_alive()  # noqa: SLF001
+    assert not worker.is_alive()
 
 
 async def test_a_load_queued_at_shutdown_reports_done_as_failed() -> None:
@@ -150,7 +150,7 @@ async def test_system_exit_in_a_job_ends_the_thread_but_answers_the_queued_jobs(
     assert (await answer(crashed)).cancelled  # answered, never left waiting
     assert (await answer(queued)).cancelled
     worker.join(WAIT_S)
-    assert not worker._thread.is_alive()  # noqa: SLF001
+    assert not worker.is_alive()
 
 
 async def test_the_worker_reports_no_capability_without_a_backend() -> None:

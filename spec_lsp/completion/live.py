@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from spec_lsp.completion.reuse import Anchor
 from spec_lsp.completion.syntax_port import Cut
@@ -130,10 +130,21 @@ def request_for(
     )
 
 
+# Waits until `future` is done or `seconds` have passed (`Generations.timer`).
+Timer = Callable[["asyncio.Future[Any]", float], Awaitable[None]]
+
+
+async def loop_timer(future: asyncio.Future[Any], seconds: float) -> None:
+    """The event loop's clock: returns when `future` is done or after `seconds`."""
+    await asyncio.wait({future}, timeout=seconds)
+
+
 class Generations:
-    def __init__(self, worker: WorkerPort, stats: ServerStats) -> None:
+    def __init__(self, worker: WorkerPort, stats: ServerStats, timer: Timer = loop_timer) -> None:
         self.worker = worker
         self.stats = stats
+        # How `wait_partial` waits out its times; a test passes one it steps by hand.
+        self.timer = timer
         self._live: dict[str, Live] = {}
         # Called with each finished generation that was answered over a short window (its
         # document's window was cold): the service fills the full window on idle time.
@@ -262,12 +273,12 @@ class Generations:
         one else waits for it, as `wait` does."""
         future = live.job.future
         async with self.waiting(live, owner):
-            await asyncio.wait({future}, timeout=after_s)
+            await self.timer(future, after_s)
             while not future.done():
                 lines = live.complete_lines()
                 if lines and (shows is None or shows(lines)):
                     return lines
-                await asyncio.wait({future}, timeout=poll_s)
+                await self.timer(future, poll_s)
         return None
 
     def settle(self, live: Live, result: GenerationResult) -> bool:

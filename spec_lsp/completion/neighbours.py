@@ -207,6 +207,12 @@ class Neighbours:
                 del table[key]
         return len(self._ring) != ring
 
+    @property
+    def pending(self) -> int:
+        """How many notes wait for the next pause (`settle`): at most one per document, and
+        `size` + 1 in all."""
+        return len(self._pending)
+
     def chunks(self, exclude: str, text: str = "") -> list[tuple[str, str]]:
         """(file name, text) of the ring's chunks of other documents, oldest first, but those
         whose text the current document (`text`) already has (a copy adds nothing)."""

@@ -85,7 +85,7 @@ class RemoteBackend(BackendBase):
         self._warm_client: httpx.Client | None = None  # used by the warm-up thread only
         self.warmer: Warmer | None = None
         if spec.warmup and type(self).warmup_body is not RemoteBackend.warmup_body:
-            self.warmer = Warmer(self._send_warmup, self._warmup_failed, self.health.backing_off)
+            self.warmer = Warmer(self.send_warmup, self._warmup_failed, self.health.backing_off)
 
     # -- what subclasses say ------------------------------------------------------------------
     def endpoint(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
@@ -177,7 +177,7 @@ class RemoteBackend(BackendBase):
             path, body = progress.sent
             self.warmer.offer(request.doc_id or "", path, self.warmup_body(path, body))
 
-    def _send_warmup(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def send_warmup(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """One prompt-only request, blocking (in the warm-up thread): the engine's JSON answer."""
         if self._warm_client is None:
             s = self.spec

@@ -17,6 +17,7 @@ from tests.fakes import (
     WAIT_S,
     KeepAll,
     ScriptedBackend,
+    StepTimer,
     end,
     service_with,
     streamed,
@@ -26,19 +27,6 @@ from tests.fakes import (
 )
 
 TEXT = "a = 1\nb = 2\nc = 3"
-
-
-async def skip(seconds: float) -> None:
-    """Lets `seconds` of the event loop's clock pass at once: every timer due within them (the
-    `partial_ms` wait, its polls) has fired, and the tasks it woke have run up to their next
-    wait, when this returns. The loop's clock stays that far ahead for the rest of the test."""
-    loop = asyncio.get_running_loop()
-    passed = loop.create_future()
-    loop.call_later(seconds, passed.set_result, None)
-    clock = loop.time
-    loop.time = lambda: clock() + seconds  # type: ignore[method-assign]
-    await passed
-    await asyncio.sleep(0)  # after the tasks those timers woke
 
 
 async def answered_early() -> tuple[ScriptedBackend, CompletionService]:
@@ -59,14 +47,17 @@ async def test_a_slow_generation_answers_its_complete_lines_and_the_rest_follows
 ):
     backend = ScriptedBackend(TEXT)
     service = await service_with(backend, partial_ms=30)
+    service.live.timer = timer = StepTimer()
     service.did_open(URI, "python", 1, "")
     first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16"))
     await wait_event(backend.started)
     backend.release(3)  # "a =": no complete line yet, so the request waits on past partial_ms
     await streamed(service, 3)
-    await skip(0.1)  # past partial_ms (30 ms) with no complete line
+    await timer.advance(0.1)  # past partial_ms (30 ms) with no complete line
     assert not first.done()
     backend.release(5)  # "a = 1\nb ": one complete line
+    await streamed(service, 8)
+    await timer.advance(0.02)  # the next look at what it streamed
     answer = await asyncio.wait_for(first, WAIT_S)
     assert answer is not None and answer.text == "a = 1"
     assert service.stats.early == 1
@@ -97,12 +88,13 @@ async def test_an_explicit_request_and_partial_ms_0_wait_for_the_whole_suggestio
     for partial_ms, invoked in ((30, True), (0, False)):
         backend = ScriptedBackend(TEXT)
         service = await service_with(backend, partial_ms=partial_ms)
+        service.live.timer = timer = StepTimer()
         service.did_open(URI, "python", 1, "")
         first = asyncio.ensure_future(service.complete(URI, 0, 0, "utf-16", invoked=invoked))
         await wait_event(backend.started)
         backend.release(8)
         await streamed(service, 8)  # "a = 1\nb ": a complete line
-        await skip(0.15)  # past partial_ms, were it 30 ms
+        await timer.advance(0.15)  # past partial_ms, were it 30 ms
         assert not first.done()
         backend.release(100)
         answer = await asyncio.wait_for(first, WAIT_S)
@@ -130,11 +122,14 @@ async def test_typing_through_a_still_running_generation_is_answered_early_too()
 
 async def test_typing_through_the_early_lines_waits_for_the_next_complete_line_only() -> None:
     backend, service = await answered_early()  # stuck at "a = 1\nb "
+    service.live.timer = timer = StepTimer()
     type_text(service, 2, "a = 1\n")  # the early lines accepted: nothing of them is left
     rest = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
-    await skip(0.1)  # past partial_ms: no new complete line yet
+    await timer.advance(0.1)  # past partial_ms: no new complete line yet
     assert not rest.done()
     backend.release(4)  # "= 2\n": the next line is complete, the generation still runs
+    await streamed(service, 12)
+    await timer.advance(0.02)  # the next look at what it streamed
     answer = await asyncio.wait_for(rest, WAIT_S)
     assert answer is not None and answer.text == "b = 2"
     live = service.live.running(URI)

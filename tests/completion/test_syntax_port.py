@@ -3,7 +3,11 @@ end of a suggestion before a line that marks another file of the prompt."""
 
 from __future__ import annotations
 
-from spec_lsp.completion.syntax_port import Cut
+from collections.abc import Callable
+
+from spec_lsp.completion.syntax_port import MAX_PARSED_CHARS, Cut, SyntaxPort
+
+URI = "file:///w/huge.py"
 
 
 class FirstLine:
@@ -50,3 +54,32 @@ def test_a_suggestion_ends_before_a_line_that_marks_another_file_of_the_prompt()
     assert cut.trim("a(b)\n# report.py\nmore") == "a(b)"
     assert markers("qwen", "python", chunks, "file:///w/r.py") == ("<|file_sep|>", "<|repo_name|>")
     assert markers("none", "python", [], "file:///w/r.py") == ()
+
+
+class CountingSyntax:
+    """A syntax layer that records every call it gets (it parses nothing)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: self.calls.append(name)
+
+
+def test_a_document_over_the_parse_limit_never_reaches_the_syntax_layer() -> None:
+    """What keeps a huge document from stalling the server's other requests: it is never
+    parsed (nor edited, nor asked about) in the syntax layer; its requests take the fallback
+    rules. Over LSP: tests/fuzz/test_protocol_fuzz.py's 10 MB document."""
+    syntax = CountingSyntax()
+    port = SyntaxPort(syntax)  # type: ignore[arg-type]
+    huge = "x = 1\n" * (MAX_PARSED_CHARS // 6 + 1)
+    port.source = lambda uri: ("python", huge)
+    port.open(URI, "python", huge)
+    port.apply_edit(URI, (0, 0), (0, 0), "y")
+    port.replace(URI, huge + "z")
+    assert port.context(URI, 0, 0) == ""
+    assert port.region(URI, 3, 5, 10) == (3, 5)
+    assert port.cutter(URI, 0, 0, "x = ", "\n") is not None  # the fallback rules
+    assert set(syntax.calls) == {"close"} and not port.is_parsed(URI)  # closes only
+    port.open(URI, "python", "x = 1\n")  # back under the limit: parsed again
+    assert syntax.calls[-1] == "open" and port.is_parsed(URI)

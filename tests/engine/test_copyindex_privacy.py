@@ -11,6 +11,7 @@ from spec_lsp.config import Options
 from spec_lsp.engine.engine import SpecEngine
 from spec_lsp.worker import InferenceWorker, engine_loader
 from tests.fakes import end
+from tests.remote.fake_engine import Clock
 
 SECRET = "file:///w/.env"
 EXCLUDED = "file:///w/vendor/keys.py"
@@ -48,12 +49,13 @@ async def test_private_and_excluded_files_never_reach_the_index_and_closed_ones_
     await asyncio.wait_for(loaded.wait(), 300)
     engine = worker.backend
     assert isinstance(engine, SpecEngine)
-    service = CompletionService(worker, options)
+    clock = Clock()  # requests come as the test says
+    service = CompletionService(worker, options, clock=clock)
     service.model_ready()
     for uri, text in ((SECRET, SECRET_TEXT), (EXCLUDED, EXCLUDED_TEXT), (CODE, CODE_TEXT)):
         service.did_open(uri, "python", 1, text)
     for uri in (SECRET, EXCLUDED, CODE):
-        service.arrivals._last_at.pop(uri, None)  # noqa: SLF001  a request after a pause
+        clock.advance(5)  # a request after a pause
         await service.complete(uri, *end(service, uri), "utf-16")
     await drained(worker)
     docs = {key[0] for key in engine.copies.sources}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
@@ -470,15 +469,19 @@ def ten_mb_document() -> str:
 
 
 def test_a_10_mb_document_does_not_stall_other_requests() -> None:
+    """The request after a 10 MB didOpen is answered, and the document is kept whole; what keeps
+    the server from stalling on it (it never reaches the syntax layer) is counted, not timed, in
+    tests/completion/test_syntax_port.py."""
     server = ServerProcess(serve_command("no-such-preset"))
     try:
         server.initialize(OPTIONS)
         server.wait_loaded()
         doc = {"uri": "file:///fuzz/stall.py", "languageId": "python", "version": 1}
-        server.notify("textDocument/didOpen", {"textDocument": {**doc, "text": ten_mb_document()}})
-        t0 = time.monotonic()
-        server.result("spec-lsp/status", timeout=3.0)  # TimeoutError while it parses
-        assert time.monotonic() - t0 < 3.0
+        text = ten_mb_document()
+        server.notify("textDocument/didOpen", {"textDocument": {**doc, "text": text}})
+        assert "state" in server.result("spec-lsp/status")
+        got = server.result("spec-lsp/documentText", {"uri": doc["uri"]})
+        assert got["version"] == 1 and got["text"] == text
     finally:
         server.process.kill()
         server.close()
@@ -501,7 +504,6 @@ def test_a_10_mb_document_is_tracked_and_answered(
     }
     params = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [change]}
     server.notify("textDocument/didChange", params)
-    t0 = time.monotonic()
     position = {"line": last, "character": 8}
     answer = server.request(
         "textDocument/inlineCompletion",
@@ -512,6 +514,6 @@ def test_a_10_mb_document_is_tracked_and_answered(
     got = server.result("spec-lsp/documentText", {"uri": uri}, timeout=120)
     assert got["version"] == 2 and got["text"] == text + "total = "
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-    assert server.alive() and time.monotonic() - t0 < 120
+    assert server.alive()
     rss = server.process.memory_info().rss
     assert rss - rss0 < 2 * RSS_GROWTH_LIMIT, f"RSS grew {(rss - rss0) / 2**20:.0f} MiB"

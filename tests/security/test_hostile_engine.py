@@ -67,7 +67,7 @@ def test_a_200_mb_metrics_page_is_refused_past_its_cap(hostile: HostileEngine) -
 def test_a_warm_up_or_tokenize_answer_past_its_cap_is_an_error(hostile: HostileEngine) -> None:
     backend = backend_on(hostile.url)
     with pytest.raises(RemoteError, match="max_stream_bytes"):
-        backend._send_warmup("/completion", {"prompt": "p", "stream": False})  # noqa: SLF001
+        backend.send_warmup("/completion", {"prompt": "p", "stream": False})
     assert hostile.wait("warm-up") < READ_AT_MOST
     assert backend.count_tokens("abcdefgh") == 2  # the estimate
     assert hostile.wait("/tokenize") < READ_AT_MOST
@@ -122,7 +122,7 @@ def test_a_loopback_engine_is_reached_directly_never_through_the_proxy(
         backend = backend_on(engine.url, api_key_env=KEY_ENV)
         assert backend.generate(GenerationRequest("p", max_new_tokens=8)).text == "x = 1\n"
         assert backend.count_tokens("x" * 30) == 10  # the engine's own count
-        backend._send_warmup("/completion", {"prompt": "p", "stream": False})  # noqa: SLF001
+        backend.send_warmup("/completion", {"prompt": "p", "stream": False})
         backend.metrics.poll()
         assert backend.metrics.figures is not None
         backend.close()

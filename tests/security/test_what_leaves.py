@@ -18,7 +18,7 @@ from spec_lsp.config import Options
 from spec_lsp.remote import RemoteSpec, connect
 from spec_lsp.worker import InferenceWorker, ModelInfo
 from tests.fakes import PlainSyntax
-from tests.remote.fake_engine import FakeEngine
+from tests.remote.fake_engine import Clock, FakeEngine
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -61,7 +61,7 @@ async def service_on(fake: FakeEngine, fim: str, **options: object) -> Completio
     info = ModelInfo(preset="remote", device="remote", fim=fim, context_tokens=2048)
     worker.backend, worker.state, worker.info = connect(spec), "ready", info
     opts = Options(max_tokens=16, prefetch=False, **options)  # type: ignore[arg-type]
-    service = CompletionService(worker, opts, PlainSyntax())
+    service = CompletionService(worker, opts, PlainSyntax(), clock=Clock())
     service.model_ready()
     return service
 
@@ -69,8 +69,9 @@ async def service_on(fake: FakeEngine, fim: str, **options: object) -> Completio
 async def complete_after_a_pause(service: CompletionService, uri: str) -> str | None:
     doc = service.docs.get(uri)
     assert doc is not None
-    if uri in service.arrivals._last_at:  # noqa: SLF001
-        service.arrivals._last_at[uri] -= 5  # noqa: SLF001  a pause: pending notes settle
+    clock = service.arrivals.clock
+    assert isinstance(clock, Clock)  # `service_on`'s: requests come as the test says
+    clock.advance(5)  # a pause: pending notes settle
     row, col = len(doc.lines) - 1, len(doc.lines[-1])
     suggestion = await service.complete(uri, row, col, "utf-16")
     return None if suggestion is None else suggestion.text
