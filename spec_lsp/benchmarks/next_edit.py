@@ -223,7 +223,9 @@ async def run_cases(
             row = await run_case(client, case, n)
             rows.append(row)
             progress(
-                f"case {n}/{len(cases)} {case.id}: {_verdict(row)}, {row['latency_ms']:.0f} ms"
+                f"case {n}/{len(cases)} {case.id}: {_verdict(row)}, {row['latency_ms']:.0f} ms, "
+                f"{row['prefilled_tokens']} tokens prefilled, CPU {row['cpu_ms']:.0f} ms, "
+                f"confidence {row['confidence']}"
             )
         stats = await client.request("spec-lsp/stats", {}, timeout=30.0)
     finally:
