@@ -29,7 +29,7 @@ from tests.engine.fetch_helpers import (
     make_wheelhouse,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -283,15 +283,15 @@ def test_the_narrower_paths_give_the_wider_paths_bits(mode: str, tmp_path: Path)
 
 def test_rows_for_an_embedding_without_the_native_kernels() -> None:
     code = (
-        "import torch, sys; sys.path.insert(0, 'tests/engine'); "
+        "import torch, sys; sys.path.insert(0, 'tests/engine/weights'); "
         "from test_kquants import _random_blocks, _gguf_dequantized; "
-        "from spec_lsp.engine import native, qblocks; "
+        "from spec_lsp.engine.weights import native, qblocks; "
         "raw = _random_blocks('q6_k', 6, 512, 11); "
         "print(native.available(), torch.equal(qblocks.dequantize_rows(raw, 'q6_k', 512), "
         "_gguf_dequantized(raw, 'q6_k', 512)))"
     )
     env = {**os.environ, "SPEC_LSP_KERNELS": "torch"}
-    root = Path(__file__).parents[2]
+    root = Path(__file__).parents[3]
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True
     )

@@ -143,7 +143,7 @@ def test_the_plain_cpp_kernels_pass_these_tests_too(tmp_path: Path) -> None:
 
 def test_torch_kernels_when_native_ones_are_off() -> None:
     code = (
-        "from spec_lsp.engine import native, qblocks; "
+        "from spec_lsp.engine.weights import native, qblocks; "
         "print(native.available(), qblocks.usable('cpu'))"
     )
     env = {**os.environ, "SPEC_LSP_KERNELS": "torch"}

@@ -22,7 +22,7 @@ needs_build = pytest.mark.skipif(not native.available(), reason="native kernels 
 
 # Run in a child with SPEC_LSP_CACHE set: what a server process would see at its first load.
 PROBE = (
-    "import json; from spec_lsp.engine import native; ok = native.available(); "
+    "import json; from spec_lsp.engine.weights import native; ok = native.available(); "
     "print(json.dumps([ok, native.failure(), native.library_path().exists()]))"
 )
 
