@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from spec_lsp.access import MAX_FIRST_MESSAGE_BYTES, admit, is_http_request
@@ -64,6 +65,7 @@ class Lobby:
         self.max_clients = max_clients
         self.admitting: dict[Connection, None] = {}
         self.holders: set[Connection] = set()
+        self.idle_since: float | None = time.monotonic()  # since when no client is served
         self._freed = asyncio.Event()
 
     def arrive(self, connection: Connection) -> None:
@@ -88,11 +90,18 @@ class Lobby:
         if len(self.holders) >= self.max_clients:
             return False
         self.holders.add(connection)
+        self.idle_since = None
         return True
 
     def leave(self, connection: Connection) -> None:
         self.holders.discard(connection)
+        if not self.holders:
+            self.idle_since = time.monotonic()
         self._freed.set()
+
+    def idle_for(self) -> float:
+        """Seconds since the last client left (or the server started); 0 while one is served."""
+        return 0.0 if self.idle_since is None else time.monotonic() - self.idle_since
 
 
 async def admit_first(connection: Connection, token: str | None) -> bytes | None:

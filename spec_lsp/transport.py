@@ -8,7 +8,7 @@ them:
   replaced, anything else at the path is an error), removed at exit with the token file.
 - Clients: every admitted connection is served at once, up to a cap (`serve_clients`'
   `max_clients`; one more is refused); when one closes, its session ends and the others go on
-  (the server keeps running).
+  (the server keeps running; with `idle_exit_s`, until no client has been served that long).
 - Admission (`admission.py`, on `access.py`'s rules): several connections at once, each within
   a few seconds; the first message must be `initialize` with the token (where one is required),
   a small frame read strictly; anything else is closed without a reply. After it, every frame is
@@ -210,16 +210,24 @@ async def _serve_connection(
 
 # -- the accept loop ----------------------------------------------------------------------------
 async def serve_clients(
-    listener: socket.socket, sessions: Sessions, token: str | None, max_clients: int
+    listener: socket.socket,
+    sessions: Sessions,
+    token: str | None,
+    max_clients: int,
+    idle_exit_s: float = 0.0,
 ) -> None:
     """Admits connections in parallel and serves each admitted one as a session of its own, at
-    most `max_clients` at once, until SIGTERM or SIGINT."""
+    most `max_clients` at once, until SIGTERM or SIGINT, or (`idle_exit_s` > 0) until no client
+    has been served for `idle_exit_s` seconds (an editor's server started on first use)."""
     loop = asyncio.get_running_loop()
-    stop: asyncio.Future[int] = loop.create_future()
+    stop: asyncio.Future[str] = loop.create_future()
+
+    def finish(why: str) -> None:
+        if not stop.done():
+            stop.set_result(why)
 
     def on_signal(sig: int) -> None:
-        if not stop.done():
-            stop.set_result(sig)
+        finish(signal.Signals(sig).name)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
@@ -254,14 +262,20 @@ async def serve_clients(
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
+    async def watch_idle() -> None:
+        while idle_exit_s > 0:
+            await asyncio.sleep(min(1.0, idle_exit_s))
+            if lobby.idle_for() >= idle_exit_s:
+                finish(f"no client for {idle_exit_s:g} s")
+
     accepting = asyncio.ensure_future(accept())
+    watching = asyncio.ensure_future(watch_idle())
     try:
-        await stop
-        log.info("stopping: %s", signal.Signals(stop.result()).name)
+        log.info("stopping: %s", await stop)
     finally:
-        for task in (accepting, *tasks):
+        for task in (accepting, watching, *tasks):
             task.cancel()
-        await asyncio.gather(accepting, *tasks, return_exceptions=True)
+        await asyncio.gather(accepting, watching, *tasks, return_exceptions=True)
 
 
 def _describe(peer: Any) -> str:

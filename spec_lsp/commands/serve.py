@@ -1,5 +1,5 @@
 """`spec-lsp serve`: run the language server over stdio (default), or as a shared server on TCP or
-a Unix socket (one client at a time, admitted by token: docs/shared-server.md)."""
+a Unix socket (several clients at once, admitted by token: docs/shared-server.md)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help=f"the token clients must present (else ${access.TOKEN_ENV}; "
         "on TCP, else a new one, printed and written for local editors)",
+    )
+    p.add_argument(
+        "--idle-exit",
+        metavar="SECONDS",
+        type=float,
+        default=0.0,
+        help="a shared server ends once no client has been connected for this long (0: never; "
+        "the editors pass it when they start one on first use)",
     )
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     p.add_argument(
@@ -154,7 +162,7 @@ def serve(args: argparse.Namespace) -> int:
                     listener.address,
                 )
         print(f"spec-lsp: listening on {listener.address}", file=sys.stderr, flush=True)
-        server.start_shared(listener.sock, token)
+        server.start_shared(listener.sock, token, args.idle_exit)
     finally:
         listener.close()
     return 0

@@ -144,9 +144,12 @@ class SpecServer(LanguageServer):
         finally:
             self.shutdown()
 
-    def start_shared(self, listener: socket.socket, token: str | None) -> None:
+    def start_shared(
+        self, listener: socket.socket, token: str | None, idle_exit_s: float = 0.0
+    ) -> None:
         """Serves the clients of `listener` at once (`transport.serve_clients`: bounded framing,
-        admission by `token`, at most MAX_CLIENTS) until SIGTERM or SIGINT. Each connection is a
+        admission by `token`, at most MAX_CLIENTS) until SIGTERM or SIGINT, or until no client
+        has been served for `idle_exit_s` seconds (0: never). Each connection is a
         session of its own, from `initialize` on; the models are loaded once for all of them,
         and stay loaded for the next client when the last one leaves."""
         self.options = leave_workspace(self.options)  # the workspace is no place to look things up
@@ -154,7 +157,8 @@ class SpecServer(LanguageServer):
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(serve_clients(listener, self, token, MAX_CLIENTS))
+            served = serve_clients(listener, self, token, MAX_CLIENTS, idle_exit_s)
+            loop.run_until_complete(served)
         finally:
             self.shutdown()
             if self.worker is not None:

@@ -17,12 +17,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_IMODE
 from typing import Any
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -768,6 +771,65 @@ def test_plugin_connects_to_a_shared_tcp_server_with_the_token_file_it_wrote(
     assert run.obs("cmd_is_connect") and run.obs("status")["preset"] == "tiny", run.explain("tcp")
     check(run, "accept_all", run.obs("accept_all")["ghost"])
     assert run.obs("stats")["accepted"] == 1, run.explain("the shared server did not count it")
+
+
+def shared_servers(socket_path: Path) -> list[psutil.Process]:
+    """The `spec-lsp serve --socket socket_path` processes running."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "serve" in cmd and "--socket" in cmd and str(socket_path) in cmd:
+            found.append(proc)
+    return found
+
+
+@needs_nvim
+def test_two_neovims_with_shared_server_start_one_server_and_both_complete_on_it(
+    tmp_path: Path,
+) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    socket_path = runtime / "spec-lsp" / "shared.sock"
+    setup = {"shared_server": True, "cmd": serve(tmp_path, "tiny")}
+    setup["init_options"] = {"maxTokens": 8}
+    runs: dict[str, NvimRun] = {}
+
+    def run(name: str, other: str) -> None:
+        (tmp_path / name).mkdir()
+        runs[name] = run_nvim(
+            tmp_path / name,
+            "shared_auto",
+            setup,
+            env={"XDG_RUNTIME_DIR": str(runtime)},
+            namespace=BUILTIN_NS,
+            typed=TYPED,
+            done_file=str(tmp_path / f"{name}.done"),
+            other_done=str(tmp_path / f"{other}.done"),
+        )
+
+    threads = [threading.Thread(target=run, args=pair) for pair in (("a", "b"), ("b", "a"))]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(900)
+        servers = shared_servers(socket_path)
+        log = (tmp_path / "server.log").read_text(errors="replace")
+        for name, done in runs.items():
+            assert done.result.get("done") and not done.result.get("error"), done.explain(name)
+            assert done.obs("cmd_is_connect") and done.obs("socket") == str(socket_path)
+            assert done.obs("status")["clients"] == 2, done.explain("not both on one server")
+            check(done, "accept_all", done.obs("accept_all")["ghost"])
+            assert done.obs("stats")["accepted"] == 1, done.explain("another window's accept")
+        clients = {done.obs("session")["client"] for done in runs.values()}
+        assert len(clients) == 2, "the two Neovims were one session"
+        assert len(servers) == 1, f"{len(servers)} shared servers started"
+        assert log.count("models ready") == 1, log[-4000:]
+        assert S_IMODE(socket_path.lstat().st_mode) == 0o600
+    finally:
+        for proc in shared_servers(socket_path):  # started detached by the first Neovim
+            proc.terminate()
+            proc.wait(30)
 
 
 # --- the server command ---

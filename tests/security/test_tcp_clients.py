@@ -8,6 +8,7 @@ connected together, each opening the same URI with a text of its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,3 +152,20 @@ def test_a_client_leaving_ends_its_own_session_and_the_other_stays_served(
         alice.close()
         bob.close()
     assert TOKEN not in server.stderr_text()
+
+
+def test_with_idle_exit_the_server_ends_once_its_last_client_has_gone(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sock"
+    shared = SharedServer("no-such-preset", str(path), None, ("--idle-exit", "1"))
+    try:
+        first, second = shared.connect(), shared.connect()
+        first.initialize()
+        second.initialize()
+        first.close()
+        assert second.result("spec-lsp/status")["clients"] == 1  # one left: still served
+        second.close()
+        assert shared.popen.wait(60) == 0  # bounded wait for its own end, not a timing
+        assert "stopping: no client for 1 s" in shared.stderr_text()
+        assert not path.exists()
+    finally:
+        shared.close()

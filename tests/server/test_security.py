@@ -24,7 +24,9 @@ SECRET = "TOP_SECRET_DOCUMENT_TEXT_4711"
 class FakeServer:
     tcp: tuple[str, int] | None = None  # where the shared server's socket is bound
 
-    def start_shared(self, listener: socket.socket, token: str | None) -> None:
+    def start_shared(
+        self, listener: socket.socket, token: str | None, idle_exit_s: float = 0.0
+    ) -> None:
         FakeServer.tcp = listener.getsockname()[:2]
 
 
@@ -49,6 +51,7 @@ def serve_args(tcp: str) -> argparse.Namespace:
         log_level="INFO",
         log_file=None,
         trust_remote_code=False,
+        idle_exit=0.0,
     )
 
 

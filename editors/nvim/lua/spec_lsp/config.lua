@@ -31,6 +31,8 @@ local M = {}
 ---@field cmd string[]|nil          server command; nil: `spec-lsp serve` from PATH, else the
 ---                                 `.venv` of the checkout this plugin lives in
 ---@field server spec_lsp.Server|nil  connect to a shared server instead of starting one
+---@field shared_server boolean     one server for all of your Neovims: connect to the one at
+---                                 $XDG_RUNTIME_DIR/spec-lsp/shared.sock, started (`cmd`) on first use
 ---@field workspace_venv boolean    also try `<project root>/.venv/bin/spec-lsp` (runs that project's code)
 ---@field filetypes string[]        filetypes to attach to; `{ "*" }` for every file buffer
 ---@field exclude_filetypes string[]  filetypes never attached to, even with `"*"`
@@ -52,6 +54,7 @@ local M = {}
 M.defaults = {
   cmd = nil,
   server = nil,
+  shared_server = false,
   workspace_venv = false,
   filetypes = { "*" },
   exclude_filetypes = { "help", "gitcommit", "gitrebase", "hgcommit", "svn", "cvs" },
@@ -102,6 +105,9 @@ local checks = {
       and (v.token == nil or type(v.token) == "string")
       and (v.token_file == nil or type(v.token_file) == "string")
     return ok, "{ tcp = \"HOST:PORT\" } or { socket = PATH }, with an optional token or token_file"
+  end,
+  shared_server = function(v)
+    return type(v) == "boolean", "true or false"
   end,
   workspace_venv = function(v)
     return type(v) == "boolean", "true or false"

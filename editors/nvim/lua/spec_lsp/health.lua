@@ -45,6 +45,12 @@ local function check_command()
     end
     return nil
   end
+  if config.options.shared_server then
+    local shared = require("spec_lsp.shared")
+    local path = shared.socket_path()
+    local state = shared.answers(path) and "running" or "started on first use"
+    health.ok(("shared server: %s (%s)"):format(path, state))
+  end
   local cmd = lsp.server_cmd()
   local exe = cmd[1]
   if vim.fn.executable(exe) ~= 1 then

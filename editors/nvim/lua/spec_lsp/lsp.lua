@@ -2,6 +2,7 @@
 --- restarting it (for example under `spec-lsp record`). Knows nothing about how suggestions show.
 
 local config = require("spec_lsp.config")
+local shared = require("spec_lsp.shared")
 
 local M = {}
 
@@ -66,11 +67,20 @@ function M.token(server)
   return vim.trim(lines[1])
 end
 
---- What `vim.lsp.start` runs: a function connecting to the shared server, else the command.
+--- What `vim.lsp.start` runs: a function connecting to a shared server (`server`, or the one
+--- `shared_server` starts on first use), else the command.
 ---@param root string|nil
----@return string[]|fun(dispatchers: vim.lsp.rpc.Dispatchers): vim.lsp.rpc.PublicClient
+---@return string[]|fun(dispatchers: vim.lsp.rpc.Dispatchers): vim.lsp.rpc.PublicClient|nil
+---@return string|nil err
 function M.transport(root)
   local server = config.options.server
+  if not server and config.options.shared_server then
+    local path, err = shared.ensure(config.options.cmd or M.default_cmd(root), M.neutral_cwd())
+    if not path then
+      return nil, err
+    end
+    return vim.lsp.rpc.connect(path)
+  end
   if not server then
     return M.server_cmd(root)
   end
@@ -146,12 +156,13 @@ end
 function M.attach(bufnr)
   local root = vim.fs.root(bufnr, config.options.root_markers) or vim.fn.getcwd()
   local init = vim.deepcopy(config.options.init_options)
+  if (config.options.server or config.options.shared_server) and M.recording then
+    local msg = "spec-lsp: recording needs a server of this Neovim's own (not `server` or "
+      .. "`shared_server`)"
+    vim.notify(msg, vim.log.levels.WARN)
+    M.recording = nil
+  end
   if config.options.server then
-    if M.recording then
-      local msg = "spec-lsp: recording needs a server the plugin starts (not `server`)"
-      vim.notify(msg, vim.log.levels.WARN)
-      M.recording = nil
-    end
     local token, err = M.token(config.options.server)
     if err then
       local msg = "spec-lsp: " .. err .. "; set server.token or server.token_file"
@@ -160,9 +171,20 @@ function M.attach(bufnr)
     end
     init.token = token
   end
+  local existing = M.client()
+  local cmd, err
+  if existing then -- reused below: nothing to start or connect
+    cmd = existing.config.cmd
+  else
+    cmd, err = M.transport(root)
+  end
+  if not cmd then
+    vim.notify("spec-lsp: " .. tostring(err), vim.log.levels.ERROR)
+    return nil
+  end
   return vim.lsp.start({
     name = M.name,
-    cmd = M.transport(root),
+    cmd = cmd,
     cmd_cwd = M.neutral_cwd(),
     root_dir = root,
     init_options = next(init) and init or vim.empty_dict(), -- {} (not []) on the wire
