@@ -59,6 +59,11 @@ def register(subparsers: Any) -> None:
     )
     group.add_argument("--server-cmd", help="server command line (default: spec-lsp serve)")
     group.add_argument("--init-options", default="{}", help="extra initializationOptions (JSON)")
+    group.add_argument(
+        "--root",
+        metavar="DIR",
+        help="open DIR as the workspace folder (the server indexes its symbols); default: none",
+    )
     group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
     group.add_argument("--load-timeout", type=float, default=600.0, help="seconds to load a model")
     _synthesize_arguments(replay)
@@ -152,6 +157,7 @@ def run_replay(args: argparse.Namespace) -> int:
         plot_path=args.plot,
         accepts=not args.no_accepts,
         next_edit_ms=args.next_edit_ms,
+        root=args.root,
     )
     try:
         return replay_command(sessions, options)

@@ -28,6 +28,9 @@ from spec_lsp.config import Options
 from spec_lsp.symbols import Definition, SymbolIndex, definitions_near
 from spec_lsp.symbols.lookup import MAX_DEFINITIONS
 from spec_lsp.symbols.render import render_definitions
+from spec_lsp.symbols.walk import WATCHED_GLOB
+
+__all__ = ["WATCHED_GLOB", "RepoContext"]
 
 Chunk = tuple[str, str]  # (name, text), as the ring's
 Source = Callable[[str], tuple[str, str] | None]  # uri -> (language id, text) of an open document

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 from spec_lsp.replay.client import LspClient, ServerError
@@ -27,14 +28,21 @@ def client_capabilities(encoding: str) -> dict[str, Any]:
     }
 
 
-async def initialize(client: LspClient, encoding: str, options: dict[str, Any]) -> None:
+async def initialize(
+    client: LspClient, encoding: str, options: dict[str, Any], root: str | None = None
+) -> None:
+    """`root`: a workspace folder to open (the server indexes its files); None: no folder, as an
+    editor opened on single files."""
+    folder = Path(root).resolve().as_uri() if root else None
     params = {
         "processId": os.getpid(),
         "clientInfo": {"name": "spec-lsp-replay", "version": "1"},
-        "rootUri": None,
+        "rootUri": folder,
         "capabilities": client_capabilities(encoding),
         "initializationOptions": options,
     }
+    if root:
+        params["workspaceFolders"] = [{"uri": folder, "name": Path(root).name}]
     result = await client.request("initialize", params, timeout=120.0)
     chosen = (result or {}).get("capabilities", {}).get("positionEncoding", "utf-16")
     if chosen != encoding:

@@ -44,6 +44,7 @@ class ReplayConfig:
     progress: Callable[[str], None] | None = None  # one line per session replayed
     accepts: bool = True  # a session without accept notifications: accept what is typed as shown
     next_edit_ms: float = 0.0  # ask for a next edit after this long without an edit (0: never)
+    root: str | None = None  # a workspace folder the client opens (None: none)
 
 
 def default_server_cmd(preset: str | None) -> list[str]:
@@ -277,7 +278,7 @@ async def replay_run(sessions: list[Session], config: ReplayConfig) -> Run:
                 encoding = session.header.position_encoding
                 client = LspClient(config.server_cmd, config.server_log)
                 await client.start()
-                await _initialize(client, encoding, config.init_options)
+                await _initialize(client, encoding, config.init_options, config.root)
                 run.server_status = await _wait_ready(client, config.load_timeout_s)
             player = SessionPlayer(
                 client, session, config.speed, config.accepts, config.next_edit_ms

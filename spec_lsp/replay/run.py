@@ -27,6 +27,7 @@ class ReplayOptions:
     plot_path: str | None = None
     accepts: bool = True  # synthesize accepts in sessions without their own (`accepts`)
     next_edit_ms: float = 0.0  # ask for next edits after this long without an edit (0: never)
+    root: str | None = None  # a workspace folder to open (the server indexes its files)
 
 
 def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> ReplayConfig:
@@ -38,6 +39,7 @@ def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> Replay
     config = ReplayConfig(cmd, init, options.speed, options.load_timeout_s, label=label)
     config.accepts = options.accepts
     config.next_edit_ms = options.next_edit_ms
+    config.root = options.root
     config.progress = lambda line: print(line, file=sys.stderr, flush=True)
     return config
 

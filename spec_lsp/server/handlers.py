@@ -23,6 +23,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from spec_lsp.completion import CompletionService, Suggestion
 from spec_lsp.completion.feedback import Feedback
+from spec_lsp.completion.repo import WATCHED_GLOB
 from spec_lsp.config import Options, settings_section
 from spec_lsp.nextedit import wire as edit_wire
 from spec_lsp.nextedit.service import NextEdits
@@ -72,7 +73,24 @@ async def initialized(ls: SpecServer, params: types.InitializedParams) -> None:
     for message in session.pending_warnings:
         ls.warn(message)
     session.pending_warnings = []
+    watch_source_files(ls)
     await ls.ready_models()
+
+
+def watch_source_files(ls: SpecServer) -> None:
+    """Asks a client that can (dynamic registration) for `workspace/didChangeWatchedFiles` on
+    the source files the symbol index reads."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watcher = types.FileSystemWatcher(glob_pattern=WATCHED_GLOB)
+    options = types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher])
+    method = types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    registration = types.Registration(
+        id="spec-lsp-source-files", method=method, register_options=options
+    )
+    ls.client_register_capability(types.RegistrationParams(registrations=[registration]))
 
 
 def shutdown(ls: SpecServer, params: Any) -> None:

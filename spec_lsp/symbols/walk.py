@@ -14,9 +14,10 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from spec_lsp.syntax.tagger import tagged_language
+from spec_lsp.syntax.tagger import tagged_glob, tagged_language
 
 MAX_FILE_BYTES = 512 * 1024  # a larger file is generated or data, not code a person calls
+WATCHED_GLOB = tagged_glob()  # the files whose changes on disk the index wants to hear of
 NEVER = {".git", "node_modules", ".hg", ".svn", "__pycache__"}
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from spec_lsp.syntax import tags_curly
-from spec_lsp.syntax.languages import new_parser, spec_for
+from spec_lsp.syntax.languages import EXTENSIONS, new_parser, spec_for
 from spec_lsp.syntax.tags import FileTags, python_tags
 
 READERS: dict[str, Callable[[Node], FileTags]] = {"python": python_tags, **tags_curly.READERS}
@@ -32,3 +32,9 @@ def file_tags(language: str, text: str) -> FileTags:
 def tagged_language(language: str) -> bool:
     """Whether `language` (a languageId or file name) has a reader."""
     return spec_for(language).name in READERS
+
+
+def tagged_glob() -> str:
+    """A glob of the files with a reader (`**/*.{go,js,py,...}`), as LSP file watchers take it."""
+    extensions = sorted(ext.lstrip(".") for ext, name in EXTENSIONS.items() if name in READERS)
+    return "**/*.{" + ",".join(extensions) + "}"
