@@ -68,7 +68,7 @@ def test_server_command_settings_cannot_come_from_a_workspace() -> None:
     props = json.loads(gen.PACKAGE_JSON.read_text(encoding="utf-8"))["contributes"]
     props = props["configuration"]["properties"]
     machine = [k for k, v in props.items() if v.get("scope") == "machine"]
-    for key in ("serverPath", "serverArgs", "server.address", "server.tokenFile"):
+    for key in ("serverPath", "serverArgs", "server.address", "server.tokenFile", "sharedServer"):
         assert f"specLsp.{key}" in machine, key
 
 

@@ -30,8 +30,10 @@ import {
   serveArgs,
   serverSettings,
   sharedServer,
+  sharedServerOn,
 } from "./config";
-import type { Address } from "./serverChoice";
+import { type Address, sharedServeArgs, sharedSocket } from "./serverChoice";
+import { connectOrStart } from "./sharedStart";
 import { removedKeys } from "./settingsWire";
 import { CursorRests } from "./cursor";
 import { Feedback } from "./feedback";
@@ -54,7 +56,7 @@ const FIX =
 const SHARED_FIX =
   "Fix: start it (`spec-lsp serve --tcp HOST:PORT`, or `--socket PATH`), check " +
   "specLsp.server.address and the token (specLsp.server.tokenFile or SPEC_LSP_TOKEN), then run " +
-  "'spec-lsp: Restart server'. The server takes one editor at a time.";
+  "'spec-lsp: Restart server'. With specLsp.sharedServer, the log is shared.log beside its socket.";
 
 /** Connects to a shared `spec-lsp serve --tcp` / `--socket` server. */
 function connect(address: Address): Promise<StreamInfo> {
@@ -188,6 +190,14 @@ export class Server implements vscode.Disposable {
         if (shared.token !== undefined) init.token = shared.token;
         this.output.info(`connecting to ${this.where}${shared.token !== undefined ? " with its token" : ""}`);
         serverOptions = () => connect(shared.address);
+      } else if (sharedServerOn()) {
+        if (recordTo) throw new ServerNotFound("recording needs a server of this window's own: turn specLsp.sharedServer off.");
+        const server = await resolveServer(this.consent);
+        const socket = sharedSocket(process.env, os.homedir());
+        const args = sharedServeArgs(serveArgs(server), socket);
+        this.where = `the shared server at ${socket}`;
+        this.output.info(`connecting to ${this.where} (started on first use)`);
+        serverOptions = () => connectOrStart(server.command, args, socket, (line) => this.output.info(line));
       } else {
         const server = await resolveServer(this.consent);
         const args = serveArgs(server, recordTo);

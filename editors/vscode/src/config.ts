@@ -11,9 +11,9 @@ import { setSettings } from "./settingsWire";
 export type { ServerCommand } from "./serverChoice";
 
 /** Settings that only the extension uses; the rest go to the server. */
-export const CLIENT_ONLY = new Set(["serverPath", "serverArgs", "server.address", "server.tokenFile", "recordDirectory", "autoTrigger", "nextEditIdleMs", "nextEditWhileTyping"]);
+export const CLIENT_ONLY = new Set(["serverPath", "serverArgs", "server.address", "server.tokenFile", "sharedServer", "recordDirectory", "autoTrigger", "nextEditIdleMs", "nextEditWhileTyping"]);
 /** Settings that change which process runs or how it is reached: a change restarts the server. */
-const RESTART_KEYS = ["serverPath", "serverArgs", "server.address", "server.tokenFile"];
+const RESTART_KEYS = ["serverPath", "serverArgs", "server.address", "server.tokenFile", "sharedServer"];
 /** In an untrusted workspace these take the user's own value only (package.json's capabilities). */
 const RESTRICTED = new Set(["preset", "device"]);
 
@@ -121,6 +121,12 @@ export async function resolveServer(consent: Consent): Promise<ServerCommand> {
   if (choice.server) return choice.server;
   const declined = venvs.length ? ` (the workspace's ${venvs[0]} was not allowed to run)` : "";
   throw new ServerNotFound(`No spec-lsp server found: specLsp.serverPath is empty and spec-lsp is not on PATH${declined}.`);
+}
+
+/** Whether to use the shared server started on first use (specLsp.sharedServer), when no
+ * specLsp.server.address names one. */
+export function sharedServerOn(): boolean {
+  return cfg().get<boolean>("sharedServer", false);
 }
 
 /** The shared server to connect to (specLsp.server.address), or undefined to start one. */

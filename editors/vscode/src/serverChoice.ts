@@ -54,6 +54,32 @@ export function parseAddress(value: string): Address {
   return { host: m[1] ?? (m[2] || "127.0.0.1"), port };
 }
 
+/** The folder of the token files `spec-lsp serve --tcp` writes, and of the shared server's socket:
+ * $XDG_RUNTIME_DIR/spec-lsp, or ~/.cache/spec-lsp/run without it. */
+export function runtimeDir(env: Record<string, string | undefined>, home: string): string {
+  return env.XDG_RUNTIME_DIR ? path.join(env.XDG_RUNTIME_DIR, "spec-lsp") : path.join(home, ".cache", "spec-lsp", "run");
+}
+
+/** The socket of the shared server the editors start on first use (specLsp.sharedServer, and
+ * Neovim's `shared_server`): the same path, so VS Code and Neovim windows share it too. */
+export function sharedSocket(env: Record<string, string | undefined>, home: string): string {
+  return path.join(runtimeDir(env, home), "shared.sock");
+}
+
+/** Seconds a shared server started on first use runs on after its last client left. */
+export const SHARED_IDLE_EXIT_S = 300;
+
+/**
+ * `serve` (the arguments of `spec-lsp serve`, prefix included) as the shared server: on `socket`,
+ * ending SHARED_IDLE_EXIT_S after its last client, logging to `shared.log` beside the socket
+ * unless the arguments name a log file.
+ */
+export function sharedServeArgs(serve: string[], socket: string): string[] {
+  const args = [...serve, "--socket", socket, "--idle-exit", String(SHARED_IDLE_EXIT_S)];
+  const logged = serve.some((a) => a === "--log-file" || a.startsWith("--log-file="));
+  return logged ? args : [...args, "--log-file", path.join(path.dirname(socket), "shared.log")];
+}
+
 /**
  * Where the token for a shared server is read from, in order: specLsp.server.tokenFile, else (no
  * file) $SPEC_LSP_TOKEN, else the file `spec-lsp serve --tcp` writes for its port:
@@ -68,6 +94,5 @@ export function tokenSource(
   if (tokenFile) return { file: tokenFile };
   if (env.SPEC_LSP_TOKEN) return { value: env.SPEC_LSP_TOKEN };
   if (!("port" in address)) return undefined; // a Unix socket: its permissions protect it
-  const dir = env.XDG_RUNTIME_DIR ? path.join(env.XDG_RUNTIME_DIR, "spec-lsp") : path.join(home, ".cache", "spec-lsp", "run");
-  return { file: path.join(dir, `${address.port}.token`) };
+  return { file: path.join(runtimeDir(env, home), `${address.port}.token`) };
 }

@@ -4,7 +4,10 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { test } from "node:test";
 import type { Stats, Status } from "../src/protocol";
-import { chooseServer, parseAddress, tokenSource } from "../src/serverChoice";
+import * as os from "node:os";
+import * as path from "node:path";
+import { chooseServer, parseAddress, sharedServeArgs, sharedSocket, tokenSource } from "../src/serverChoice";
+import { connectOrStart } from "../src/sharedStart";
 import { type Inspected, languageOn, removedKeys, setSettings, setValue, toggleLanguage } from "../src/settingsWire";
 import { describe } from "../src/statusText";
 import { Rest, TYPING_MS } from "../src/rest";
@@ -134,6 +137,43 @@ void test("the token comes from the setting, else SPEC_LSP_TOKEN, else the file 
   assert.deepEqual(tokenSource(tcp, "", { XDG_RUNTIME_DIR: "/run/user/1" }, "/h"), { file: "/run/user/1/spec-lsp/7777.token" });
   assert.deepEqual(tokenSource(tcp, "", {}, "/h"), { file: "/h/.cache/spec-lsp/run/7777.token" });
   assert.equal(tokenSource({ socket: "/s" }, "", {}, "/h"), undefined);
+});
+
+void test("the shared server's socket is Neovim's, and it is started on it, ending when idle", () => {
+  assert.equal(sharedSocket({ XDG_RUNTIME_DIR: "/run/user/1" }, "/h"), "/run/user/1/spec-lsp/shared.sock");
+  assert.equal(sharedSocket({}, "/h"), "/h/.cache/spec-lsp/run/shared.sock");
+  const socket = "/run/user/1/spec-lsp/shared.sock";
+  assert.deepEqual(sharedServeArgs(["serve", "--preset", "tiny"], socket), [
+    "serve", "--preset", "tiny", "--socket", socket, "--idle-exit", "300", "--log-file", "/run/user/1/spec-lsp/shared.log",
+  ]);
+  const logged = sharedServeArgs(["serve", "--log-file=/tmp/l"], socket);
+  assert.deepEqual(logged, ["serve", "--log-file=/tmp/l", "--socket", socket, "--idle-exit", "300"]);
+});
+
+// A stand-in server: listens on the socket it is given, answers one connection, then exits.
+const ONE_CONNECTION = "const s = require('net').createServer((c) => { c.end(); s.close(); }); s.listen(process.argv[1]);";
+
+void test("with no shared server running, the first window starts one and connects", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spec-lsp-shared-"));
+  const socket = path.join(dir, "spec-lsp", "shared.sock");
+  const lines: string[] = [];
+  const stream = await connectOrStart(process.execPath, ["-e", ONE_CONNECTION, socket], socket, (l) => lines.push(l));
+  assert.match(lines.join("\n"), /no shared server at .*: starting/);
+  assert.equal(fs.statSync(path.dirname(socket)).mode & 0o777, 0o700);
+  (stream.writer as import("node:net").Socket).destroy();
+});
+
+void test("with a shared server running, a window connects to it and starts nothing", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spec-lsp-shared-"));
+  const socket = path.join(dir, "shared.sock");
+  const net = await import("node:net");
+  const running = net.createServer((c) => c.end());
+  await new Promise<void>((done) => running.listen(socket, done));
+  const lines: string[] = [];
+  const stream = await connectOrStart("/nonexistent/spec-lsp", [], socket, (l) => lines.push(l));
+  assert.deepEqual(lines, []);
+  (stream.writer as import("node:net").Socket).destroy();
+  running.close();
 });
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
