@@ -1,0 +1,169 @@
+"""`bench repo`'s rows from the real server: `spec-lsp serve` over stdio, driven as an editor.
+
+One server per package, started with the package's folder as its workspace (`rootUri` and one
+workspace folder) and the row's settings in `initializationOptions`; the rows run one after the
+other on it (all the package's holes per row), the next row's settings sent as a
+`workspace/didChangeConfiguration`, as an editor sends a changed setting. The rows run from the
+most context to the least, so the first (all settings on) starts the server with its workspace
+index built from the start:
+
+| row                 | crossFile | definitions | editContext |
+|---------------------|-----------|-------------|-------------|
+| `definitions_edits` | on        | on          | on          |
+| `definitions`       | on        | on          | off         |
+| `ring`              | on        | off         | off         |
+| `in_file`           | off       | off         | off         |
+
+At each hole (`repo_editor`): the other files opened, the hole's file opened at the hole, for
+the edits row the two recent edits typed as didChange notifications, then one
+`textDocument/inlineCompletion` at the cursor with `triggerKind` Invoked (as a person who asks
+for a suggestion), then every file closed, so each request sees the same editor state and no
+answer of an earlier row is reused. The answer is the first item's text from the cursor on (an
+item whose range starts before the cursor repeats what is there; that part is dropped).
+
+It speaks LSP only, through the replayer's client; it knows nothing of the server's insides.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from spec_lsp.benchmarks.repo_editor import context_files, edit_plan, opened
+from spec_lsp.benchmarks.repo_holes import Hole, read
+from spec_lsp.benchmarks.repo_packages import Source
+from spec_lsp.replay.client import LspClient
+from spec_lsp.replay.document import offset_of, position_of
+from spec_lsp.replay.handshake import client_capabilities, wait_ready
+
+ROWS: dict[str, dict[str, bool]] = {
+    "definitions_edits": {"crossFile": True, "definitions": True, "editContext": True},
+    "definitions": {"crossFile": True, "definitions": True, "editContext": False},
+    "ring": {"crossFile": True, "definitions": False, "editContext": False},
+    "in_file": {"crossFile": False, "definitions": False, "editContext": False},
+}
+INVOKED = 1
+LOAD_TIMEOUT_S = 900.0  # the coder pair on a busy two-core machine
+REQUEST_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One request's answer (the text from the cursor on) and its latency."""
+
+    answer: str
+    latency_ms: float
+
+
+def file_uri(root: Path, path: str) -> str:
+    return (root / path).resolve().as_uri()
+
+
+def answer_text(result: Any, document: str, offset: int) -> str:
+    """The first inline item's text from the cursor (`offset` in `document`) on; "" for none."""
+    items = result.get("items", []) if isinstance(result, dict) else result or []
+    if not items:
+        return ""
+    item = items[0]
+    text = item.get("insertText", "")
+    text = text.get("value", "") if isinstance(text, dict) else str(text)
+    span = item.get("range")
+    if span:
+        start = offset_of(document, int(span["start"]["line"]), int(span["start"]["character"]))
+        if start < offset and text.startswith(document[start:offset]):
+            text = text[offset - start :]
+    return text
+
+
+async def initialize(client: LspClient, root: Path, options: dict[str, Any]) -> None:
+    """`initialize` as an editor that opened folder `root` sends it, then `initialized`."""
+    uri = root.resolve().as_uri()
+    params = {
+        "processId": os.getpid(),
+        "clientInfo": {"name": "spec-lsp-bench-repo", "version": "1"},
+        "rootUri": uri,
+        "workspaceFolders": [{"uri": uri, "name": root.name}],
+        "capabilities": client_capabilities("utf-16"),
+        "initializationOptions": options,
+    }
+    await client.request("initialize", params, timeout=120.0)
+    client.notify("initialized", {})
+    await client.drain()
+
+
+async def ask(
+    client: LspClient,
+    source: Source,
+    hole: Hole,
+    texts: dict[str, str],
+    edits_on: bool,
+    open_files: int,
+) -> Asked:
+    """The editor's state at `hole` built, one Invoked request, everything closed again."""
+    document = hole.document(texts[hole.path])
+    files = context_files(source, hole, open_files)
+    edits = edit_plan(hole, texts, document) if edits_on else []
+    docs = opened(files, texts, hole, document, edits)
+    versions: dict[str, int] = {}
+    for doc in docs:
+        versions[doc.path] = 1
+        item = {"uri": file_uri(source.root, doc.path), "languageId": "python", "version": 1}
+        client.notify("textDocument/didOpen", {"textDocument": item | {"text": doc.text}})
+    for edit in edits:
+        versions[edit.path] += 1
+        at = {"line": edit.line, "character": 0}
+        change = {"range": {"start": at, "end": at}, "text": edit.text}
+        doc_id = {"uri": file_uri(source.root, edit.path), "version": versions[edit.path]}
+        client.notify(
+            "textDocument/didChange", {"textDocument": doc_id, "contentChanges": [change]}
+        )
+    params = {
+        "textDocument": {"uri": file_uri(source.root, hole.path)},
+        "position": position_of(document, hole.start),
+        "context": {"triggerKind": INVOKED, "selectedCompletionInfo": None},
+    }
+    start = time.perf_counter()
+    result = await client.request("textDocument/inlineCompletion", params, REQUEST_TIMEOUT_S)
+    ms = (time.perf_counter() - start) * 1000
+    for doc in docs:
+        close = {"textDocument": {"uri": file_uri(source.root, doc.path)}}
+        client.notify("textDocument/didClose", close)
+    return Asked(answer_text(result, document, hole.start), ms)
+
+
+async def package_rows(
+    source: Source,
+    holes: list[Hole],
+    rows: list[str],
+    server_cmd: list[str],
+    options: dict[str, Any],
+    log: IO[bytes],
+    done: Callable[[str, Hole, Asked], None],
+    open_files: int,
+) -> tuple[dict[str, list[Asked]], list[str]]:
+    """Each row's answers at the package's holes from one server; and its shown messages.
+    `done(row, hole, asked)` is told of each answer as it comes."""
+    texts = {path: read(source.root, path) for path in source.code}
+    client = LspClient(server_cmd, log)
+    await client.start()
+    answers: dict[str, list[Asked]] = {row: [] for row in rows}
+    try:
+        await initialize(client, source.root, options | ROWS[rows[0]])
+        await wait_ready(client, LOAD_TIMEOUT_S)
+        for n, row in enumerate(rows):
+            if n:
+                settings = {"specLsp": options | ROWS[row]}
+                client.notify("workspace/didChangeConfiguration", {"settings": settings})
+            for hole in holes:
+                edits_on = ROWS[row]["editContext"]
+                asked = await ask(client, source, hole, texts, edits_on, open_files)
+                answers[row].append(asked)
+                done(row, hole, asked)
+    finally:
+        messages = list(client.messages)
+        await client.stop(timeout=30.0)
+    return answers, messages
