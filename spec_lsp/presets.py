@@ -1,6 +1,7 @@
 """Model presets: one small TOML file per model pair, looked up by name first in the user's folder
 (`$SPEC_LSP_MODELS`, else `$XDG_CONFIG_HOME/spec-lsp/models`, else ~/.config/spec-lsp/models) and
-then among the presets shipped in the package (`spec_lsp/models/`); a user file of the same name
+then among the presets shipped with spec-lsp (`MODELS_DIR`: the repository's top-level `models/`,
+which the wheel ships inside the package as `spec_lsp/models/`); a user file of the same name
 replaces the shipped one. `load_preset` also takes a path to a .toml file.
 
 A preset names the target, the draft (or none), the drafting method, the FIM template family, the
@@ -30,7 +31,19 @@ if TYPE_CHECKING:
     from spec_lsp.engine.engine import EngineOptions, SpecEngine
     from spec_lsp.engine.loading import LoadSpec, Progress
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"  # the presets shipped in the package
+
+PACKAGE = Path(__file__).resolve().parent  # this installed (or checked out) spec_lsp/
+
+
+def shipped_models(package: Path = PACKAGE) -> Path:
+    """The folder of the shipped presets: inside the installed package (pyproject.toml maps the
+    repository's `models/` to `spec_lsp/models/` in the wheel), else the checkout's `models/`
+    beside `spec_lsp/` (a source tree, or an editable install of one)."""
+    packaged = package / "models"
+    return packaged if packaged.is_dir() else package.parent / "models"
+
+
+MODELS_DIR = shipped_models()  # the presets shipped with spec-lsp
 USER_MODELS_ENV = "SPEC_LSP_MODELS"
 FIM_FAMILIES = ("none", "starcoder", "qwen", "deepseek", "codellama", "codestral")
 # Next-edit prompt formats (`spec_lsp.nextedit.formats`); "none": the preset predicts no next edit.

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("README.md", "pyproject.toml", "LICENSE", "spec_lsp")
+SHIPPED = ("README.md", "pyproject.toml", "LICENSE", "spec_lsp", "models")
 SKIPPED = ("__pycache__", "bundled-draft")  # bytecode, and a local draft that is not shipped
 # A home or work folder spelled out: /work/..., /home/<user>/..., /root/..., /Users/<user>/...
 MACHINE_PATH = re.compile(r"(?<![\w.~/-])/(?:work|home|root|Users)/[\w.-]+")

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from spec_lsp.cli import main
-from spec_lsp.presets import MODELS_DIR, PresetError, list_presets, load_preset, user_dir
+from spec_lsp.presets import (
+    MODELS_DIR,
+    PresetError,
+    list_presets,
+    load_preset,
+    shipped_models,
+    user_dir,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -24,6 +33,17 @@ def user_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _gguf(path: Path) -> Path:
     path.write_bytes(b"GGUF" + b"\0" * 60)  # the magic is all `models list` checks
     return path
+
+
+def test_the_shipped_presets_are_the_packages_models_else_the_checkouts_beside_it(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "spec_lsp"
+    package.mkdir()
+    assert shipped_models(package) == tmp_path / "models"  # a checkout: the top-level folder
+    (package / "models").mkdir()
+    assert shipped_models(package) == package / "models"  # an installed wheel: package data
+    assert MODELS_DIR == ROOT / "models" and (MODELS_DIR / "coder.toml").is_file()
 
 
 def test_user_folder_follows_xdg_config_home_unless_spec_lsp_models_is_set(

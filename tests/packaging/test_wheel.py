@@ -22,7 +22,7 @@ import pytest
 from spec_lsp.replay.client import LspClient
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "spec_lsp")
+SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "spec_lsp", "models")
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,25 @@ def test_the_installed_wheel_runs_from_another_folder_with_its_presets(
     assert {"bundled", "coder", "tiny"} <= set(rows)
     assert rows["coder"][2] == "package" and rows["tiny"][1:3] == ["yes", "builtin"]
     assert rows["bundled"][1:3] == ["yes", "package"]  # its distilled head shipped in the wheel
+
+
+def test_the_wheel_ships_the_top_level_models_folder_inside_the_package(
+    installed: Path, tmp_path: Path
+) -> None:
+    """The repository keeps its presets at the root (`models/`); the wheel has every file of it
+    as package data under `spec_lsp/models/`, and the installed presets are found there."""
+    found = _run(
+        installed, "python", "-c", "import spec_lsp.presets as p; print(p.MODELS_DIR)", cwd=tmp_path
+    )
+    shipped = Path(found.strip())
+    assert shipped.is_relative_to(installed.parent) and shipped.parts[-2:] == ("spec_lsp", "models")
+    ours = ROOT / "models"
+    expected = {
+        p.relative_to(ours)
+        for p in ours.rglob("*")
+        if p.is_file() and "bundled-draft" not in p.parts and "__pycache__" not in p.parts
+    }
+    assert {p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file()} == expected
 
 
 @pytest.mark.parametrize(
