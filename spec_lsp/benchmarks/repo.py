@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from spec_lsp.benchmarks.repo_client import ROWS, Asked, package_rows
+from spec_lsp.benchmarks.repo_client import ROWS, Asked, all_rows
 from spec_lsp.benchmarks.repo_editor import OPEN_FILES
 from spec_lsp.benchmarks.repo_holes import Hole, mine, read
 from spec_lsp.benchmarks.repo_packages import (
@@ -113,26 +113,19 @@ class Scorer:
 
 
 def _server_rows(plan: Plan, work: list[tuple[Source, list[Hole]]], scorer: Scorer) -> list[str]:
-    """The server's rows, a server per package; the messages it showed."""
+    """The server's rows from one server; the messages it showed."""
     cmd = default_server_cmd(plan.preset) + ["--device", plan.device, "--log-level", "WARNING"]
     rows = [r for r in ROWS if r in plan.rows]
-    shown: list[str] = []
-    for source, holes in work:
-        if not holes:
-            continue
-        with tempfile.TemporaryFile() as log:
-            try:
-                _, messages = asyncio.run(
-                    package_rows(
-                        source, holes, rows, cmd, server_options(plan), log, scorer, plan.open_files
-                    )
-                )
-            except ServerError as exc:
-                log.seek(0)
-                tail = log.read().decode("utf-8", "replace")[-3000:]
-                raise ServerError(f"{exc}\n--- server log (tail) ---\n{tail}") from None
-        shown += [m for m in messages if m not in shown]
-    return shown
+    work = [(source, holes) for source, holes in work if holes]
+    with tempfile.TemporaryFile() as log:
+        try:
+            return asyncio.run(
+                all_rows(work, rows, cmd, server_options(plan), log, scorer, plan.open_files)
+            )
+        except ServerError as exc:
+            log.seek(0)
+            tail = log.read().decode("utf-8", "replace")[-3000:]
+            raise ServerError(f"{exc}\n--- server log (tail) ---\n{tail}") from None
 
 
 def run_repo(

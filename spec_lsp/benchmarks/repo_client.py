@@ -1,11 +1,15 @@
 """`bench repo`'s rows from the real server: `spec-lsp serve` over stdio, driven as an editor.
 
-One server per package, started with the package's folder as its workspace (`rootUri` and one
-workspace folder) and the row's settings in `initializationOptions`; the rows run one after the
-other on it (all the package's holes per row), the next row's settings sent as a
-`workspace/didChangeConfiguration`, as an editor sends a changed setting. The rows run from the
-most context to the least, so the first (all settings on) starts the server with its workspace
-index built from the start:
+One server for the whole run (the model loads once: minutes on a busy two-core machine), started
+with every package's folder as a workspace folder (`rootUri` their common parent) and the first
+row's settings in `initializationOptions`. Package by package, the rows run one after the other
+(all the package's holes per row, so a run cut short has every row of the packages it did), each
+row's settings sent as a `workspace/didChangeConfiguration`, as an editor sends a changed
+setting. The rows run from the most context to the least: the first (all settings on) starts the
+server with its workspace index built from the start; where `definitions` turns on again (the
+next package's first row) the bench waits `INDEX_WAIT_S` for the index to be rebuilt. The index
+holds all the packages at once: a name that two packages define at their top level can resolve
+to the other package's (an import that resolves to a file of the same package is not affected).
 
 | row                 | crossFile | definitions | editContext |
 |---------------------|-----------|-------------|-------------|
@@ -26,6 +30,7 @@ It speaks LSP only, through the replayer's client; it knows nothing of the serve
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -49,6 +54,7 @@ ROWS: dict[str, dict[str, bool]] = {
 INVOKED = 1
 LOAD_TIMEOUT_S = 900.0  # the coder pair on a busy two-core machine
 REQUEST_TIMEOUT_S = 600.0
+INDEX_WAIT_S = 5.0  # the packages' index, rebuilt in the background: < 1 s on a quiet machine
 
 
 @dataclass(frozen=True)
@@ -79,14 +85,15 @@ def answer_text(result: Any, document: str, offset: int) -> str:
     return text
 
 
-async def initialize(client: LspClient, root: Path, options: dict[str, Any]) -> None:
-    """`initialize` as an editor that opened folder `root` sends it, then `initialized`."""
-    uri = root.resolve().as_uri()
+async def initialize(client: LspClient, roots: list[Path], options: dict[str, Any]) -> None:
+    """`initialize` as an editor that opened folders `roots` sends it, then `initialized`."""
+    folders = [root.resolve() for root in roots]
+    parent = Path(os.path.commonpath(folders)) if folders else Path.cwd()
     params = {
         "processId": os.getpid(),
         "clientInfo": {"name": "spec-lsp-bench-repo", "version": "1"},
-        "rootUri": uri,
-        "workspaceFolders": [{"uri": uri, "name": root.name}],
+        "rootUri": parent.as_uri(),
+        "workspaceFolders": [{"uri": f.as_uri(), "name": f.name} for f in folders],
         "capabilities": client_capabilities("utf-16"),
         "initializationOptions": options,
     }
@@ -135,35 +142,45 @@ async def ask(
     return Asked(answer_text(result, document, hole.start), ms)
 
 
-async def package_rows(
-    source: Source,
-    holes: list[Hole],
+async def configure(client: LspClient, options: dict[str, Any], was: str, row: str) -> None:
+    """The row's settings sent as a changed configuration; when that turns `definitions` on,
+    a pause of `INDEX_WAIT_S` for the index to be built again (the server says nothing of it)."""
+    settings = {"specLsp": options | ROWS[row]}
+    client.notify("workspace/didChangeConfiguration", {"settings": settings})
+    if ROWS[row]["definitions"] and not ROWS[was]["definitions"]:
+        await asyncio.sleep(INDEX_WAIT_S)
+
+
+async def all_rows(
+    work: list[tuple[Source, list[Hole]]],
     rows: list[str],
     server_cmd: list[str],
     options: dict[str, Any],
     log: IO[bytes],
     done: Callable[[str, Hole, Asked], None],
     open_files: int,
-) -> tuple[dict[str, list[Asked]], list[str]]:
-    """Each row's answers at the package's holes from one server; and its shown messages.
-    `done(row, hole, asked)` is told of each answer as it comes."""
-    texts = {path: read(source.root, path) for path in source.code}
+) -> list[str]:
+    """Every row's answers at every hole, from one server, each told to `done(row, hole,
+    asked)` as it comes; the messages the server showed."""
+    texts = {s.label: {p: read(s.root, p) for p in s.code} for s, _ in work}
     client = LspClient(server_cmd, log)
     await client.start()
-    answers: dict[str, list[Asked]] = {row: [] for row in rows}
     try:
-        await initialize(client, source.root, options | ROWS[rows[0]])
+        await initialize(client, [source.root for source, _ in work], options | ROWS[rows[0]])
         await wait_ready(client, LOAD_TIMEOUT_S)
-        for n, row in enumerate(rows):
-            if n:
-                settings = {"specLsp": options | ROWS[row]}
-                client.notify("workspace/didChangeConfiguration", {"settings": settings})
-            for hole in holes:
+        current = rows[0]
+        for source, holes in work:
+            for row in rows:
+                if row != current:
+                    await configure(client, options, current, row)
+                    current = row
                 edits_on = ROWS[row]["editContext"]
-                asked = await ask(client, source, hole, texts, edits_on, open_files)
-                answers[row].append(asked)
-                done(row, hole, asked)
+                for hole in holes:
+                    asked = await ask(
+                        client, source, hole, texts[source.label], edits_on, open_files
+                    )
+                    done(row, hole, asked)
     finally:
         messages = list(client.messages)
         await client.stop(timeout=30.0)
-    return answers, messages
+    return messages
