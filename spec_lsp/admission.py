@@ -12,7 +12,8 @@ arrive, so that no one without the token can keep the user out.
   one at once: one more is refused, except that a client reconnecting while an old connection's
   session still ends waits for that end (at most ENDING_GRACE_S).
 
-It knows nothing of listening, writing or LSP sessions (`transport.py`).
+It knows nothing of listening, writing or LSP sessions (`transport.py`): a connection is what
+`Guest` says it offers, which `transport.Connection` is.
 """
 
 from __future__ import annotations
@@ -22,13 +23,10 @@ import contextlib
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from spec_lsp.access import MAX_FIRST_MESSAGE_BYTES, admit, is_http_request
 from spec_lsp.wire import read_first
-
-if TYPE_CHECKING:
-    from spec_lsp.transport import Connection
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +35,39 @@ ADMITTING_MAX = 16  # connections admitted at once; one more closes the oldest o
 ENDING_GRACE_S = 10.0  # a new client waits at most this long for a closing one's session to end
 
 
+class Reading(Protocol):
+    """A connection's reading side, as admission reads it."""
+
+    def readline(self, limit: int = -1, /) -> bytes: ...
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class Guest(Protocol):
+    """What admission reads of a connection (`transport.Connection` is one)."""
+
+    @property
+    def peer(self) -> str:
+        """Who it is, for the log."""
+        ...
+
+    @property
+    def reader(self) -> Reading: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+    def ending(self) -> bool:
+        """Whether the client has closed its side, told or not yet."""
+        ...
+
+
 class _RefuseHttp:
     """The connection's reading side, ended at once if its first line is an HTTP request."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Guest) -> None:
         self._connection = connection
         self._first = True
 
@@ -63,12 +90,12 @@ class Lobby:
 
     def __init__(self, max_clients: int) -> None:
         self.max_clients = max_clients
-        self.admitting: dict[Connection, None] = {}
-        self.holders: set[Connection] = set()
+        self.admitting: dict[Guest, None] = {}
+        self.holders: set[Guest] = set()
         self.idle_since: float | None = time.monotonic()  # since when no client is served
         self._freed = asyncio.Event()
 
-    def arrive(self, connection: Connection) -> None:
+    def arrive(self, connection: Guest) -> None:
         """A new connection waits for its admission; one too many closes the oldest waiting."""
         if len(self.admitting) >= ADMITTING_MAX:
             oldest = next(iter(self.admitting))
@@ -76,10 +103,10 @@ class Lobby:
             oldest.close()
         self.admitting[connection] = None
 
-    def admitted(self, connection: Connection) -> None:
+    def admitted(self, connection: Guest) -> None:
         self.admitting.pop(connection, None)
 
-    async def take(self, connection: Connection) -> bool:
+    async def take(self, connection: Guest) -> bool:
         """True once `connection` holds a session; False while `max_clients` are served (where
         one of them is ending, its end is waited for, at most ENDING_GRACE_S)."""
         full = len(self.holders) >= self.max_clients
@@ -93,7 +120,7 @@ class Lobby:
         self.idle_since = None
         return True
 
-    def leave(self, connection: Connection) -> None:
+    def leave(self, connection: Guest) -> None:
         self.holders.discard(connection)
         if not self.holders:
             self.idle_since = time.monotonic()
@@ -104,7 +131,7 @@ class Lobby:
         return 0.0 if self.idle_since is None else time.monotonic() - self.idle_since
 
 
-async def admit_first(connection: Connection, token: str | None) -> bytes | None:
+async def admit_first(connection: Guest, token: str | None) -> bytes | None:
     """The connection's first message as admitted (`access.admit`), or None: refused (logged).
     A thread of its own reads that one frame (`wire.read_first`, at most MAX_FIRST_MESSAGE_BYTES,
     nothing after it) within ADMIT_TIMEOUT_S; the session's reader takes over after it."""
