@@ -1,6 +1,6 @@
 """The benchmarks' argument parser.
 
-`spec-lsp bench engine|server|syntax|remote|load|fim|blocks|repo|next-edit|verify-cost`.
+`spec-lsp bench engine|server|clients|syntax|remote|load|fim|blocks|repo|next-edit|verify-cost`.
 
 Each subcommand parses its arguments and calls one `main` in `spec_lsp/benchmarks/`, imported
 when the subcommand runs (they load torch or start a server), so `spec-lsp --help` stays fast.
@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     bsub = p.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     _register_engine(bsub)
     _register_server(bsub)
+    _register_clients(bsub)
     _register_syntax(bsub)
     _register_remote(bsub)
     _register_load(bsub)
@@ -75,6 +76,27 @@ def _register_server(bsub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--phases", default="typing,supersede,memory", help="which figures to measure")
     p.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     p.set_defaults(func=cmd_server)
+
+
+def _register_clients(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = bsub.add_parser("clients", help="a shared server's RSS with one editor client, then N")
+    p.add_argument("--preset", default="bundled", metavar="P", help=PRESET_HELP)
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--clients", type=int, default=3, help="editor clients connected in turn")
+    p.add_argument("--docs", type=int, default=2, help="documents each client completes in")
+    p.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    p.set_defaults(func=cmd_clients)
+
+
+def cmd_clients(args: argparse.Namespace) -> int:
+    from spec_lsp.benchmarks.clients import main
+    from spec_lsp.replay.client import ServerError
+
+    try:
+        return main(args.preset, args.device, args.clients, args.docs, args.json)
+    except ServerError as exc:
+        print(f"spec-lsp bench clients: {exc}", file=sys.stderr)
+        return 1
 
 
 def _register_syntax(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -44,6 +44,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let a client switch to these presets beyond local ones: remote (prompts go to a "
         "remote engine), download (models not on this machine yet), or remote,download",
     )
+    _register_shared(p)
+    p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="the least severe level logged (DEBUG: a line per generation, for the benches)",
+    )
+    p.set_defaults(func=serve)
+
+
+def _register_shared(p: argparse.ArgumentParser) -> None:
+    """The arguments of a shared server: where it listens, its token, when it ends."""
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--tcp",
@@ -69,14 +82,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a shared server ends once no client has been connected for this long (0: never; "
         "the editors pass it when they start one on first use)",
     )
-    p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    p.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="the least severe level logged (DEBUG: a line per generation, for the benches)",
-    )
-    p.set_defaults(func=serve)
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
