@@ -4,9 +4,13 @@ as chunks the planner places ahead of the file, with the ring's.
 
 Like the ring's chunks, they change only on a pause: `refresh` computes them at the cursor when
 the ring settles (the service's idle points) and they stay frozen, byte for byte, until the next,
-so typing keeps the prompt's start and its KV. A refresh keeps the definitions it had, in their
-order, while the new ones fit (`MAX_DEFINITIONS`, the char budget): the old ones go first, oldest
-first, and nothing changes when the cursor's names are already shown.
+so typing keeps the prompt's start and its KV. Even at a pause a change costs the whole prompt
+after it (the file's window, ~850 tokens with the `coder` preset: seconds on a CPU), so after a
+document's first refresh the definitions change only when one the cursor itself wants (the call
+being written, the receiver's type: `Definition.primary`) is not shown; names merely used nearby
+come along then. A change keeps the definitions it had, in their order, and adds the new ones
+after them; to fit (`MAX_DEFINITIONS`, the char budget) those no longer wanted go first, oldest
+first.
 
 Privacy: the index admits no private or excluded file (`neighbours.private`, checked again when
 the options change), and an edit of one is never recorded nor shown. `definitions` off: no index
@@ -105,9 +109,10 @@ class RepoContext:
             if opened is not None and self.options.definitions:
                 self.index.update(uri_path(dirty), opened[1], opened[0])
         self._dirty.clear()
-        before = self._frozen.get(uri, Frozen())
+        before = self._frozen.get(uri)
         wanted = self._definitions(uri, lines, row, col)
-        kept = self._merge(list(before.definitions), wanted, budget * 2 // 3)
+        old = [] if before is None else list(before.definitions)
+        kept = self._merge(old, wanted, budget * 2 // 3, first=before is None)
         chunks = self._definition_chunks(kept)
         used = sum(len(name) + len(text) for name, text in chunks)
         chunks += self._edit_chunks(uri, budget - used)
@@ -119,11 +124,18 @@ class RepoContext:
         found = definitions_near(self.index, uri_path(uri), lines, row, col)
         return [d for d in found if not private(self.options, d.path)]
 
-    def _merge(self, old: list[Definition], new: list[Definition], chars: int) -> list[Definition]:
-        """`old` in its order with `new`'s others after it, the old ones that are not wanted
-        again dropped first (oldest first) to fit MAX_DEFINITIONS and `chars`."""
-        old = [d for d in old if self.index.has(d.path) and not private(self.options, d.path)]
-        out = old + [d for d in new if d not in old]  # `old` itself when it shows them all
+    def _merge(
+        self, old: list[Definition], new: list[Definition], chars: int, first: bool
+    ) -> list[Definition]:
+        """`old` as it is when it shows every definition the cursor wants (and this is not the
+        document's `first` refresh); else `old` in its order with `new`'s others after it, the
+        old ones not wanted again dropped first (oldest first) to fit MAX_DEFINITIONS and
+        `chars`."""
+        valid = [d for d in old if self.index.has(d.path) and not private(self.options, d.path)]
+        if not first and valid == old and all(d in old for d in new if d.primary):
+            return old
+        old = valid
+        out = old + [d for d in new if d not in old]
         while out and (len(out) > MAX_DEFINITIONS or self._size(out) > chars):
             stale = next((d for d in out if d not in new), out[0])
             out.remove(stale)

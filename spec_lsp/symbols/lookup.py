@@ -6,9 +6,11 @@ The names, most wanted first (`references`): the call being written (`shapes.are
 in the enclosing function says it (`r = Rectangle(...)`, `r: Rectangle`, `r := geom.Rect{`), then
 the names used in the enclosing function (read from the text: the lines up to the header above
 the cursor that is indented less), nearest first. Each resolves through the file's imports
-(`resolve.py`) to a top-level definition of the imported module (a submodule too), else, for a
-name defined at the top level of one or two files of the workspace, to those. A name the file
-defines itself is left out: it is in the file already.
+(`resolve.py`) to a top-level definition of the imported module (a submodule too), or of a module
+imported with `*`; in Go, to a definition in another file of the same package (folder), which
+needs no import. A name the file defines itself is left out: it is in the file already; a name it
+neither defines nor imports is not looked up elsewhere (a same-named definition in some other
+file is more often wrong than right).
 
 A class's `Definition` carries its fields and methods. Nothing here reads a file the index does
 not hold, so a private file's definitions are never returned.
@@ -18,18 +20,19 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from spec_lsp.symbols.index import SymbolIndex
 from spec_lsp.symbols.resolve import name_files
+from spec_lsp.syntax.languages import spec_for
 from spec_lsp.syntax.tags import FileTags, Import, Tag
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
 HEADER = re.compile(r"\s*(?:async\s+def|def|class|func|fn|pub\s+fn|function|impl)\b")
+IMPORT = re.compile(r"\s*(?:import|from|use|package)\s")  # names imported are not names used
 REGION_LINES = 60  # at most this many lines above the cursor are the enclosing function's
 MAX_REFERENCES = 40
 MAX_DEFINITIONS = 8
-AMBIGUOUS = 3  # a name that this many files define is not looked up without an import
 _WORDS = (  # keywords and builtins of the tagged languages: never looked up
     "self cls this super None True False null true false nil def class return if else elif "
     "for while in is not and or import from as with try except finally raise pass break "
@@ -46,12 +49,16 @@ class Definition:
     path: str
     tag: Tag
     members: tuple[Tag, ...] = ()  # a class's fields and methods
+    # Wanted at the cursor itself (the call being written, the receiver's type), not only used
+    # nearby; not part of what the definition is (equal definitions compare equal).
+    primary: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
 class Reference:
     name: str
     member: str = ""  # `name.member`: the attribute or module member used
+    primary: bool = field(default=False, compare=False)  # the call being written, the receiver
 
 
 def references(lines: list[str], row: int, col: int) -> list[Reference]:
@@ -61,10 +68,10 @@ def references(lines: list[str], row: int, col: int) -> list[Reference]:
     before = "\n".join(lines[max(0, row - 3) : row] + [line])
     call = _open_call(before)
     if call:
-        refs.append(_chain(call))
+        refs.append(replace(_chain(call), primary=True))
     receiver = re.search(r"([A-Za-z_]\w*)\s*(?:\.|::|->)\s*\w*$", line)
     if receiver:
-        refs.append(Reference(receiver.group(1)))
+        refs.append(Reference(receiver.group(1), primary=True))
     start = row
     indent = len(line) - len(line.lstrip())
     while start > 0 and row - start < REGION_LINES:
@@ -72,7 +79,7 @@ def references(lines: list[str], row: int, col: int) -> list[Reference]:
         text = lines[start]
         if text.strip() and len(text) - len(text.lstrip()) < indent and HEADER.match(text):
             break
-    region = lines[start:row] + [line]
+    region = [t for t in lines[start:row] if not IMPORT.match(t)] + [line]
     for text in reversed(region):
         for match in reversed(list(re.finditer(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)?", text))):
             refs.append(_chain(match.group(0)))
@@ -125,6 +132,7 @@ class Resolver:
         self.local = {t.name for t in tags.tags if not t.container}
         self.names: dict[str, tuple[Import, str]] = {}  # local name -> (import, name in module)
         self.modules: dict[str, Import] = {}  # local name of a module -> its import
+        self.stars = [imp for imp in tags.imports if ("*", "*") in imp.names]
         for imp in tags.imports:
             if imp.alias:
                 self.modules[imp.alias] = imp
@@ -146,9 +154,16 @@ class Resolver:
             return []
         typ = receiver_type(ref.name, lines, row)
         if typ and typ != ref.name:
-            return self.resolve(Reference(typ), lines, row)
-        holders = [p for p in self.index.defining(ref.name) if p != self.path]
-        return self._defined(ref.name, holders, False) if len(holders) < AMBIGUOUS else []
+            return self.resolve(Reference(typ, primary=ref.primary), lines, row)
+        for imp in self.stars:
+            found = self._defined(ref.name, self.files(imp, ""), follow=True)
+            if found:
+                return found
+        if spec_for(self.path).name != "go":
+            return []
+        folder = os.path.dirname(self.path)  # a Go package: its folder's files
+        holders = self.index.defining(ref.name)
+        return self._defined(ref.name, [p for p in holders if os.path.dirname(p) == folder], False)
 
     def _defined(self, name: str, files: list[str], follow: bool) -> list[Definition]:
         for path in files:
@@ -184,7 +199,7 @@ def definitions_near(
     for ref in references(lines, row, col):
         for found in resolver.resolve(ref, lines, row):
             if found.path != path and all(d.tag != found.tag for d in out):
-                out.append(found)
+                out.append(replace(found, primary=ref.primary))
         if len(out) >= MAX_DEFINITIONS:
             break
     return out[:MAX_DEFINITIONS]

@@ -30,6 +30,8 @@ def _members(definition: Definition) -> list[Tag]:
 
 def _python(definition: Definition) -> str:
     tag = definition.tag
+    if tag.kind == "variable":
+        return f"{tag.signature}\n"
     if tag.kind != "class":
         body = f'\n    """{tag.doc}"""\n    ...' if tag.doc else " ..."
         return f"{tag.signature}{body}\n"

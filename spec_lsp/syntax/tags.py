@@ -22,7 +22,9 @@ MAX_FIELDS = 24  # fields of one class kept (a data table of a class is not its 
 @dataclass(frozen=True, slots=True)
 class Tag:
     name: str
-    kind: str  # "class" (a struct, interface, trait, enum too), "function", "method", "field"
+    # "class" (a struct, interface, trait, enum too), "function", "method", "field", "variable"
+    # (a module's top-level assignment, Python's)
+    kind: str
     signature: str  # the header on one line, without the body (`def area(self) -> float:`)
     doc: str = ""  # the first line of its docstring or doc comment
     container: str = ""  # the class or type a method or field belongs to
@@ -102,8 +104,8 @@ def _py_definition(node: Node, container: str, tags: list[Tag]) -> None:
         tags.append(Tag(name, "class", header(node, body), _py_doc(body), container, line))
         for child in body.named_children if body is not None else ():
             _py_definition(_undecorated(child), name, tags)
-    elif node.type == "expression_statement" and container:
-        tags.extend(_py_fields(node, container))
+    elif node.type == "expression_statement":
+        tags.extend(_py_fields(node, container, "field" if container else "variable"))
 
 
 def _py_doc(body: Node | None) -> str:
@@ -117,17 +119,20 @@ def _py_doc(body: Node | None) -> str:
     return first_line(content)
 
 
-def _py_fields(statement: Node, container: str) -> list[Tag]:
-    """A class body's `name: T = v` / `name = v` as fields (`name: T`, or `name = v` cut)."""
+def _py_fields(statement: Node, container: str, kind: str) -> list[Tag]:
+    """A class body's `name: T = v` / `name = v` as fields, a module's as variables (`name: T`,
+    or `name = v` cut)."""
     out = []
     for node in statement.named_children:
         target = node.child_by_field_name("left") if node.type == "assignment" else None
         if target is None or target.type != "identifier":
             continue
-        kind = node.child_by_field_name("type")
+        annotation = node.child_by_field_name("type")
         value = node.child_by_field_name("right")
-        shown = f": {text_of(kind)}" if kind is not None else f" = {text_of(value)}"
-        out.append(Tag(text_of(target), "field", one_line(text_of(target) + shown), "", container))
+        shown = f": {text_of(annotation)}" if annotation is not None else f" = {text_of(value)}"
+        line = node.start_point[0]
+        signature = one_line(text_of(target) + shown)
+        out.append(Tag(text_of(target), kind, signature, "", container, line))
     return out[:MAX_FIELDS]
 
 

@@ -4,11 +4,14 @@ documents' recent edits come with it; each kind can be turned off."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from spec_lsp.completion import CompletionService
 from spec_lsp.config import Options
 from tests.fakes import ScriptedBackend, end, service_with
+from tests.remote.fake_engine import Clock
 
 SHAPES = 'class Rectangle:\n    """An axis-aligned rectangle."""\n'
 SHAPES += "    def scaled(self, k):\n        pass\n"
@@ -16,13 +19,15 @@ SECRET = "def api_token_for(user):\n    return 'hunter2'\n"
 MAIN = "from shapes import Rectangle\nfrom credentials import api_token_for\n\nr = Rectangle("
 
 
-async def served(tmp_path: Path, **options: bool) -> tuple[CompletionService, ScriptedBackend]:
+async def served(
+    tmp_path: Path, clock: Callable[[], float] = time.perf_counter, **options: bool
+) -> tuple[CompletionService, ScriptedBackend]:
     (tmp_path / "shapes.py").write_text(SHAPES)
     (tmp_path / "credentials.py").write_text(SECRET)  # private by the built-in list
     (tmp_path / "main.py").write_text(MAIN)
     backend = ScriptedBackend("x")
     backend.free_running = True
-    service = await service_with(backend, **options)
+    service = await service_with(backend, clock=clock, **options)
     repo = service.planner.repo
     repo.index.roots = (str(tmp_path),)
     repo.index.build(repo.index.roots)  # what `workspace` starts in the background
@@ -84,3 +89,28 @@ async def test_another_documents_edits_come_after_a_pause_unless_edit_context_is
             diff + "-    def scaled(self, k):\n+    def resized(self, k):" in prompt
         ) is edit_context
         service.set_options(Options(max_tokens=32, prefetch=False))
+
+
+async def test_a_pause_changes_the_definitions_only_for_a_call_not_yet_shown(
+    tmp_path: Path,
+) -> None:
+    """A pause may change the context, and a change re-prefills all after it: the definitions
+    change only when the call being written wants one that is not shown."""
+    (tmp_path / "colors.py").write_text("def blend(a, b):\n    'Mixes two colors.'\n")
+    clock = Clock()
+    service, backend = await served(tmp_path, clock=clock)
+    uri = (tmp_path / "main.py").as_uri()
+    text = "from shapes import Rectangle\nfrom colors import blend\n\nr = Rectangle(2, 3)\n"
+    service.did_open(uri, "python", 1, text)
+    heads = []
+    for version, typed in enumerate(["x = r.", "\ny = 1 + blend", "(", "\nz = r.", "\n"], 2):
+        clock.advance(5)  # a pause before each: other files' context may change
+        row, col = end(service, uri)
+        service.did_change(uri, version, [((row, col, row, col), typed)], "utf-16")
+        await service.complete(uri, *end(service, uri), "utf-16")
+        heads.append(backend.calls[-1].prompt.split("# main.py")[0])
+    assert "class Rectangle:" in heads[0] and "def blend" not in heads[0]
+    assert heads[1] == heads[0]  # `blend` is only used: the context holds
+    assert 'def blend(a, b):\n    """Mixes two colors."""' in heads[2]  # being called
+    assert heads[2].index("class Rectangle") < heads[2].index("def blend")  # added after
+    assert heads[4] == heads[3] == heads[2]  # all the cursor wants is shown
