@@ -8,8 +8,8 @@ quantizes (per block of 32: min/max for Q4_1, max |w| / 127 for Q8_0).
 
 The blocks are kept interleaved by groups of 8 output rows (`pack`; `raw` gives back the file's
 row layout): per group and block, the 8 rows' scales side by side, then their codes 4 by 4, so the
-kernel computes 8 output rows in the 8 lanes of one vector (tests/engine/weights/test_native.py). The same
-bytes, in another order: no memory is added.
+kernel computes 8 output rows in the 8 lanes of one vector (tests/engine/weights/test_native.py).
+The same bytes, in another order: no memory is added.
 
 Passes of any length run the integer kernels: decode and verification, and prefill chunks too,
 where they beat float32 products by the de-quantized matrix, de-quantizing included
