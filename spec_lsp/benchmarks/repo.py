@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -144,20 +145,36 @@ def run_repo(
             f"{source.label}: {len(holes)} holes, tests {scorer.runnable[source.label]}", file=log
         )
         work.append((source, holes))
-    shown = _server_rows(plan, work, scorer) if [r for r in plan.rows if r in ROWS] else []
-    _llama(plan, work, scorer, log)
+    shown: list[str] = []
+    interrupted = False
+    try:  # a run cut short (Ctrl-C, SIGTERM) reports the answers it has
+        shown = _server_rows(plan, work, scorer) if [r for r in plan.rows if r in ROWS] else []
+        _llama(plan, work, scorer, log)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("interrupted: the report holds the answers so far", file=log)
     every = [h for _, holes in work for h in holes]
     return {
         "preset": plan.preset,
         "plan": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(plan).items()},
         "packages": [_package(s, holes, scorer) for s, holes in work],
         "holes": [asdict(h) for h in every],
+        "interrupted": interrupted,
         "rows": {row: summarize(scores) for row, scores in scorer.scores.items()},
+        "rows_on_common_holes": common(scorer.scores),
         "per_package": _per_package(scorer, work),
         "test_runs": 0 if judge is None else judge.runs,
         "server_messages": shown,
         "answers": {row: [asdict(s) for s in scores] for row, scores in scorer.scores.items()},
     }
+
+
+def common(scores: dict[str, list[Score]]) -> dict[str, Any]:
+    """Each row's figures on the holes that every row answered (all of them unless a row was
+    cut short or failed part of the way)."""
+    answered = [{s.hole for s in row} for row in scores.values()]
+    shared = set.intersection(*answered) if answered else set()
+    return {row: summarize([s for s in mine if s.hole in shared]) for row, mine in scores.items()}
 
 
 def _llama(plan: Plan, work: list[tuple[Source, list[Hole]]], scorer: Scorer, log: IO[str]) -> None:
@@ -206,25 +223,36 @@ COLUMNS = (  # title, figure, format
 )
 
 
+def _lines(rows: dict[str, Any]) -> list[str]:
+    lines = [f"{'row':<20}" + "".join(f"{title:>10}" for title, _, _ in COLUMNS)]
+    for row, figures in rows.items():
+        cells = [
+            "-" if figures[key] is None else fmt.format(figures[key]) for _, key, fmt in COLUMNS
+        ]
+        lines.append(f"{row:<20}" + "".join(f"{c:>10}" for c in cells))
+    return lines
+
+
 def table(report: dict[str, Any]) -> str:
     plan = report["plan"]
     lines = [
         f"repo: {sum(p['holes'] for p in report['packages'])} holes from "
         f"{len(report['packages'])} packages ({report['preset']}, maxTokens {plan['max_tokens']}, "
-        f"{plan['open_files']} open files, seed {plan['seed']})",
-        f"{'row':<20}" + "".join(f"{title:>10}" for title, _, _ in COLUMNS),
+        f"{plan['open_files']} open files, seed {plan['seed']})"
+        + (" - interrupted" if report["interrupted"] else ""),
+        *_lines(report["rows"]),
     ]
-    for row, figures in report["rows"].items():
-        cells = [
-            "-" if figures[key] is None else fmt.format(figures[key]) for _, key, fmt in COLUMNS
-        ]
-        lines.append(f"{row:<20}" + "".join(f"{c:>10}" for c in cells))
+    shared = report["rows_on_common_holes"]
+    if any(shared[row]["holes"] != report["rows"][row]["holes"] for row in shared):
+        n = next(iter(shared.values()))["holes"]
+        lines += [f"on the {n} holes every row answered:", *_lines(shared)]
     return "\n".join(lines)
 
 
 def main(plan: Plan, names: list[str], folders: list[Path], json_path: str | None) -> int:
     """Runs the bench, prints its table, writes the JSON report when asked; 1 on an error that
     stops it (what went wrong, on stderr)."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does
     try:
         report = run_repo(plan, names, folders)
     except (PackageError, ServerError, ValueError) as exc:

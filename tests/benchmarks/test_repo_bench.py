@@ -104,3 +104,28 @@ def test_bench_repo_runs_with_the_tiny_pair_and_reports_every_row(tmp_path: Path
         assert figures["holes"] == len(REPORT_HOLES) and figures["pass_at_1"] is None
         assert 0.0 <= figures["edit_similarity"] <= 1.0 and figures["latency_p50_ms"] > 0
     assert all(len(answers) == len(REPORT_HOLES) for answers in report["answers"].values())
+
+
+def test_a_run_cut_short_reports_its_answers_and_the_rows_on_common_holes(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from spec_lsp.benchmarks import repo
+    from spec_lsp.benchmarks.repo_client import Asked
+
+    def cut_short(_plan: Any, work: Any, scorer: Any) -> list[str]:
+        ((_source, holes),) = work
+        for hole in holes:
+            scorer("ring", hole, Asked(hole.expected, 1.0))
+        scorer("in_file", holes[0], Asked("", 1.0))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(repo, "_server_rows", cut_short)
+    plan = Plan(preset="none", rows=("ring", "in_file"), holes=20, tests=False)
+    report = run_repo(plan, [], [write_package(tmp_path)], log=sys.stderr)
+    assert report["interrupted"] is True
+    assert report["rows"]["ring"]["holes"] == len(REPORT_HOLES)
+    assert report["rows"]["ring"]["exact_match"] == 1.0
+    shared = report["rows_on_common_holes"]
+    assert shared["ring"]["holes"] == shared["in_file"]["holes"] == 1
+    assert (shared["ring"]["exact"], shared["in_file"]["exact"]) == (1, 0)
+    assert "on the 1 holes every row answered:" in repo.table(report)
