@@ -114,3 +114,20 @@ async def test_a_pause_changes_the_definitions_only_for_a_call_not_yet_shown(
     assert 'def blend(a, b):\n    """Mixes two colors."""' in heads[2]  # being called
     assert heads[2].index("class Rectangle") < heads[2].index("def blend")  # added after
     assert heads[4] == heads[3] == heads[2]  # all the cursor wants is shown
+
+
+async def test_one_file_without_a_folder_gets_the_prompt_of_before() -> None:
+    """HumanEval's case: one file, no workspace folder; the defaults' prompt is the one with all
+    three kinds of other files' context off, byte for byte."""
+    text = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum."""\n    '
+    prompts = []
+    for options in ({}, {"cross_file": False, "definitions": False, "edit_context": False}):
+        backend = ScriptedBackend("x")
+        backend.free_running = True
+        service = await service_with(backend, **options)
+        uri = "file:///humaneval/HumanEval_0.py"
+        service.did_open(uri, "python", 1, text)
+        await service.complete(uri, *end(service, uri), "utf-16")
+        prompts.append(backend.calls[-1].prompt)
+    assert prompts[0] == prompts[1]
+    assert prompts[0].startswith("from typing import List")
