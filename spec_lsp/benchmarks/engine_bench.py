@@ -28,7 +28,7 @@ import torch
 
 from spec_lsp.benchmarks.peers import add_peer_modes, format_comparison
 from spec_lsp.benchmarks.prompts import BenchPrompt, bench_prompts
-from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.engine.api import DraftMethod, GenerationRequest
 from spec_lsp.engine.engine import SpecEngine
 
 
@@ -84,7 +84,7 @@ class ForwardCounter:
 
 
 def run_engine_mode(
-    engine: SpecEngine, prompts: list[BenchPrompt], method: str, max_new: int
+    engine: SpecEngine, prompts: list[BenchPrompt], method: DraftMethod, max_new: int
 ) -> ModeResult:
     result = ModeResult(decode_seconds=0.0)
     counter = ForwardCounter(engine.target, engine.forwards.target)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from spec_lsp.completion.reuse import Anchor
 from spec_lsp.completion.syntax_port import Cut
 from spec_lsp.config import Options
-from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
+from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult, as_method
 from spec_lsp.stats import ServerStats
 from spec_lsp.worker import Job
 from spec_lsp.worker_lane import WorkerPort
@@ -121,7 +121,7 @@ def request_for(
         temperature=options.temperature,
         stop_callback=cut.stop,
         cancel=CancelToken(),
-        method=None if options.speculation == "auto" else options.speculation,
+        method=None if options.speculation == "auto" else as_method(options.speculation),
         reuse_kv=options.kv_reuse,
         first_rank=first_rank,
         prefill_chunk=rule.prefill_chunk,

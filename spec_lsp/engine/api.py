@@ -21,6 +21,16 @@ from typing import Literal, Protocol, get_args
 DraftMethod = Literal["off", "ngram", "draft", "both"]
 METHODS: tuple[DraftMethod, ...] = get_args(DraftMethod)
 MODEL_METHODS: tuple[DraftMethod, ...] = ("draft", "both")  # the methods that run a draft model
+
+
+def as_method(name: str) -> DraftMethod:
+    """`name` as the `DraftMethod` it is (a setting already checked against METHODS)."""
+    for method in METHODS:
+        if method == name:
+            return method
+    raise ValueError(f"unknown drafting method {name!r} (one of {', '.join(METHODS)})")
+
+
 # What a client may ask for (`speculation`): "auto" (the preset's own method) or a method, in the
 # order the editors' settings list them.
 SPECULATION: tuple[str, ...] = ("auto", "ngram", "draft", "both", "off")
@@ -71,7 +81,7 @@ class GenerationRequest:
     stop_callback: StopFn | None = None
     on_text: TextCallback | None = None
     cancel: CancelToken | None = None
-    method: str | None = None  # a DraftMethod; None: the engine's default
+    method: DraftMethod | None = None  # None: the engine's default
     reuse_kv: bool = True
     # The first token is the target's `first_rank`-th most likely instead (0: as decoded): the
     # branches of an explicit request's alternatives; the rest is decoded as usual.
@@ -122,7 +132,7 @@ class GenerationStats:
     # (0: it drafted, or there is no draft model): idle work can catch it up (`idle`).
     draft_lag: int = 0
     short_window: bool = False  # answered over `short_prompt` (the window was cold)
-    method: str = "off"
+    method: str = "off"  # the DraftMethod that ran; a remote backend's label
     stop_reason: StopReason = ""
     tokens_per_s: float = 0.0
 

@@ -19,7 +19,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from spec_lsp.engine import api, cold, kvdisk
-from spec_lsp.engine.api import GenerationRequest, GenerationResult, GenerationStats
+from spec_lsp.engine.api import DraftMethod, GenerationRequest, GenerationResult, GenerationStats
 from spec_lsp.engine.cache import (
     DocState,
     DocumentStates,
@@ -118,7 +118,7 @@ class SpecEngine(api.BackendBase):
         return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
     @property
-    def methods(self) -> list[str]:
+    def methods(self) -> list[DraftMethod]:
         return [m for m in api.METHODS if self.draft is not None or m not in api.MODEL_METHODS]
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -170,7 +170,7 @@ class SpecEngine(api.BackendBase):
         assert self.forwards.draft is not None
         return ModelState(self.forwards.draft)
 
-    def _doc_state(self, request: GenerationRequest, method: str) -> DocState:
+    def _doc_state(self, request: GenerationRequest, method: DraftMethod) -> DocState:
         drafting = self.draft is not None and method in api.MODEL_METHODS
         features = self.head is not None  # the head reads the target's features
         if request.doc_id is None or not request.reuse_kv:
@@ -190,7 +190,7 @@ class SpecEngine(api.BackendBase):
         run: Decoding,
         state: DocState,
         prompt: list[int],
-        method: str,
+        method: DraftMethod,
         generator: torch.Generator | None,
     ) -> None:
         """Prefill, then speculative steps until a stop condition or cancellation."""
@@ -309,7 +309,7 @@ class SpecEngine(api.BackendBase):
             run.request.on_departure(index, p)
 
     def _sources(
-        self, req: GenerationRequest, method: str, start: int, short: bool = False
+        self, req: GenerationRequest, method: DraftMethod, start: int, short: bool = False
     ) -> list[Source]:
         """The drafters a method asks in order, each with its gate: a request's references'
         copy first (speculative edits), then the copy index (or plain n-gram lookup), then the

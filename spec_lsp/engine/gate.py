@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from spec_lsp.engine.api import GenerationStats
+from spec_lsp.engine.api import DraftMethod, GenerationStats
 from spec_lsp.engine.timing import draft_step_cost
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class Gates:
             log.info("the draft costs more than it can save on this machine: n-gram lookup only")
         return pays
 
-    def begin(self, doc_id: str | None, method: str) -> dict[str, AdaptiveK]:
+    def begin(self, doc_id: str | None, method: DraftMethod) -> dict[str, AdaptiveK]:
         """A request's sources, in the order they are asked. A draft model closed at the start
         stays closed for the whole request even when its wait ends: it is not prefilled then,
         and its probe comes after the next request's prefill (chunked, cancellable) instead of

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from spec_lsp.engine.api import FLOAT_FORMATS
+from spec_lsp.engine.api import FLOAT_FORMATS, DraftMethod
 from spec_lsp.engine.from_source import ModelLoadError
 
 
@@ -23,7 +23,7 @@ class LoadSpec:
     name: str
     target: str
     draft: str | None = None
-    method: str = "ngram"  # the engine's default drafting method
+    method: DraftMethod = "ngram"  # the engine's default drafting method
     context_tokens: int = 2048
     draft_vocab: int = 0  # the draft's output over this many first ids (`draft_vocab`); 0: all
     dtype: dict[str, str] = field(default_factory=lambda: {"cpu": "float32", "cuda": "bfloat16"})

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spec_lsp.engine.api import DraftMethod
+
 
 @dataclass
 class EngineOptions:
-    method: str = "ngram"  # default drafting method: off | ngram | draft | both
+    method: DraftMethod = "ngram"  # default drafting method
     k: int = 6  # initial draft length
     k_max: int = 12
     ngram_max: int = 4  # the plain prompt lookup's longest n-gram (`copy_index_tokens` 0)

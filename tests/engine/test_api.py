@@ -15,12 +15,14 @@ from spec_lsp import config, presets
 from spec_lsp.engine import api, forward, loading
 from spec_lsp.engine.api import (
     CAPABILITY_METHODS,
+    METHODS,
     STOP_REASONS,
     Backend,
     BackendBase,
     Capabilities,
     GenerationResult,
     GenerationStats,
+    as_method,
 )
 from spec_lsp.engine.weights import quant
 from spec_lsp.inprocess import LastResultBackend
@@ -195,3 +197,9 @@ def test_the_contract_imports_no_torch() -> None:
     code = "import sys, spec_lsp.engine.api; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_setting_becomes_the_draft_method_it_names_and_nothing_else() -> None:
+    assert [as_method(m) for m in METHODS] == list(METHODS)
+    with pytest.raises(ValueError, match="unknown drafting method 'auto'"):
+        as_method("auto")  # a speculation setting, not a method: the caller maps it first

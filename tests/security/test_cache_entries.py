@@ -150,6 +150,6 @@ def test_the_bundled_models_cache_is_rebuilt_when_truncated_or_unloadable(
     assert len(builds) == 2
     size = weights.stat().st_size  # bytes that do not parse, with a manifest that agrees
     weights.write_bytes(b"\xff" * size)
-    cache_entry._write_manifest(weights.parent, "")  # noqa: SLF001
+    cache_entry.write_manifest(weights.parent, "")
     assert from_source.load_model(source, "cpu", torch.float32).config.vocab_size == 64
     assert len(builds) == 3

@@ -141,7 +141,7 @@ def test_a_cache_entry_in_a_folder_another_user_can_write_is_refused(
     (entry / "weights.bin").unlink()  # swapped for theirs, the manifest forged to agree
     (entry / "weights.bin").write_bytes(b"\x66" * 4096)
     (entry / cache_entry.MANIFEST).unlink()
-    cache_entry._write_manifest(entry, "")  # noqa: SLF001
+    cache_entry.write_manifest(entry, "")
     if attacker == "owns the cache":
         monkeypatch.setattr(ownership, "uid", lambda: os.getuid() + 1)
     else:

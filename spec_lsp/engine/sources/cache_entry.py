@@ -58,7 +58,7 @@ def built(
         tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
         try:
             build(tmp)
-            _write_manifest(tmp, stamp)
+            write_manifest(tmp, stamp)
             os.replace(tmp, entry)
             _fsync(entry.parent)  # the rename survives a crash
         finally:
@@ -121,7 +121,7 @@ def _file_agrees(entry: Path, name: str, want: dict[str, object]) -> bool:
     return sha256(path) == want["sha256"]  # touched or copied: the bytes decide
 
 
-def _write_manifest(folder: Path, stamp: str) -> None:
+def write_manifest(folder: Path, stamp: str) -> None:
     """Each file's size, sha256 and stat, after taking others' write bits off what the build
     made (whatever the umask), written new (`O_EXCL | O_NOFOLLOW`), 0600, and fsynced."""
     for path in folder.rglob("*"):
