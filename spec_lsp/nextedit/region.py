@@ -15,7 +15,9 @@ from collections.abc import Callable
 
 from spec_lsp.completion.history import Hunk
 
-SPAN = 10
+# About ten lines around the cursor (the latest edit's lines added when it is near): the region is
+# prefilled again and rewritten at every request, so each line costs latency twice.
+SPAN = 6
 # Fewer lines above the cursor: the model writes the region from its top, and an edit is shown
 # once written (`early.py`), so each line above it is paid before the answer.
 SPAN_ABOVE = 5

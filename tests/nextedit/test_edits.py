@@ -81,12 +81,12 @@ def test_an_edit_that_undoes_the_users_own_edit_is_refused() -> None:
 
 def test_the_region_takes_in_the_latest_edit_and_stays_bounded() -> None:
     lines = [f"x{i} = {i}" for i in range(200)]
-    assert editable_region(lines, 100, None) == (95, 110)
+    assert editable_region(lines, 100, None) == (95, 106)
     assert editable_region(lines, 100, Hunk(115, ["a"], ["b"])) == (95, 116)
-    assert editable_region(lines, 100, Hunk(80, ["a"], ["b"])) == (79, 108)  # 30 lines
+    assert editable_region(lines, 100, Hunk(80, ["a"], ["b"])) == (79, 106)
     first, last = editable_region(lines, 100, Hunk(125, ["a"], ["b"]))  # over MAX_LINES
     assert last - first + 1 == MAX_LINES and first <= 100 and last >= 125
-    assert editable_region(lines, 100, Hunk(150, ["a"], ["b"])) == (95, 110)  # too far
+    assert editable_region(lines, 100, Hunk(150, ["a"], ["b"])) == (95, 106)  # too far
     first, last = editable_region(lines, 100, None, lambda _u, f, la, _r: (f - 30, la + 30))
     assert last - first + 1 == MAX_LINES and first <= 100 <= last
     assert editable_region(["only"], 0, None) == (0, 0)
