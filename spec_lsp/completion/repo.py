@@ -107,7 +107,7 @@ class RepoContext:
         for dirty in sorted(self._dirty):
             opened = self.source(dirty)
             if opened is not None and self.options.definitions:
-                self.index.update(uri_path(dirty), opened[1], opened[0])
+                self.index.update(uri_path(dirty), opened[1], opened[0], keep_tree=True)
         self._dirty.clear()
         before = self._frozen.get(uri)
         wanted = self._definitions(uri, lines, row, col)

@@ -17,16 +17,18 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from spec_lsp.symbols.walk import MAX_FILE_BYTES, source_files
-from spec_lsp.syntax.tagger import file_tags, tagged_language
+from spec_lsp.syntax.tagger import Parsed, edited_tags, tagged_language
 from spec_lsp.syntax.tags import FileTags
 
 MAX_FILES = 20_000
 MAX_TAGS = 400_000
 BUILD_S = 60.0  # the background build stops after this long (what it indexed stays)
+MAX_TREES = 16  # open documents whose last tree is kept, to parse their next version from it
 
 
 @dataclass
@@ -52,6 +54,7 @@ class SymbolIndex:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._trees: OrderedDict[str, Parsed] = OrderedDict()  # `update(..., keep_tree=True)`
         self.report = BuildReport()
         self.built = threading.Event()  # set when a build ends (complete or not)
 
@@ -79,15 +82,23 @@ class SymbolIndex:
             return len(self._state.files)
 
     # -- changes ------------------------------------------------------------------------------
-    def update(self, path: str, text: str, language: str = "") -> bool:
+    def update(self, path: str, text: str, language: str = "", keep_tree: bool = False) -> bool:
         """Indexes `text` as the file `path` (in `language`, else from its name); False when it
-        is not admitted, not of a tagged language, or the index is full."""
+        is not admitted, not of a tagged language, or the index is full. `keep_tree`: an open
+        document, edited again soon: its tree is kept (`MAX_TREES` documents), and its next
+        version is parsed from it incrementally."""
         language = language or path
         if not self.admits(path) or not tagged_language(language):
             self.remove(path)
             return False
-        tags = file_tags(language, text)
         with self._lock:
+            before = self._trees.pop(path, None)
+        tags, parsed = edited_tags(language, text, before)
+        with self._lock:
+            if keep_tree and parsed is not None:
+                self._trees[path] = parsed
+                while len(self._trees) > MAX_TREES:
+                    self._trees.popitem(last=False)
             state = self._state
             known = path in state.files
             full = len(state.files) >= MAX_FILES or state.tags + len(tags.tags) > MAX_TAGS
@@ -120,6 +131,7 @@ class SymbolIndex:
             under = path.rstrip("/") + "/"
             for gone in [p for p in self._state.files if p == path or p.startswith(under)]:
                 self._drop(gone)
+                self._trees.pop(gone, None)
 
     def refilter(self) -> None:
         """Drops the files no longer admitted (a private pattern added)."""

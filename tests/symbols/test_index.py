@@ -118,3 +118,17 @@ def test_the_background_build_reports_its_files(tmp_path: Path) -> None:
     fresh.start([str(tmp_path)])
     assert fresh.built.wait(30)
     assert fresh.report.complete and fresh.report.files == len(index) + 1  # with the .env.py
+
+
+def test_an_open_documents_update_from_its_kept_tree_tags_as_a_whole_parse(
+    tmp_path: Path,
+) -> None:
+    index = workspace(tmp_path)
+    shapes = str(tmp_path / "pkg" / "shapes.py")
+    text = SHAPES
+    index.update(shapes, text, keep_tree=True)
+    for edit in ("\ndef perimeter_of(rect):\n    pass\n", "", "\nclass Square(Rectangle):\n"):
+        text = text.replace("def area_of", edit + "def area_of", 1) if edit else text[:-20]
+        index.update(shapes, text, keep_tree=True)
+        assert index.tags(shapes) == file_tags("python", text)
+    assert index.defining("Square") == [shapes]
