@@ -21,19 +21,17 @@ FIELDS_TS = ("public_field_definition", "property_signature", "field_definition"
 
 
 def doc_above(node: Node) -> str:
-    """The first line of the comment right above `node` (its markers `/** * // ///` taken off)."""
-    prev = node.prev_named_sibling
-    if prev is None or "comment" not in prev.type or node.start_point[0] - prev.end_point[0] > 1:
-        return ""
-    lines: list[str] = []
-    while prev is not None and "comment" in prev.type:  # a run of `//` lines: its first
-        lines.insert(0, text_of(prev))
-        prev = prev.prev_named_sibling if prev.prev_named_sibling is not None else None
-        if prev is not None and "comment" in prev.type and lines[0].startswith("/*"):
-            break
-    text = "\n".join(line.strip().lstrip("/*!").rstrip("*/").strip() for line in lines)
-    text = "\n".join(part.strip().lstrip("*").strip() for part in text.splitlines())
-    return first_line(text)
+    """The first line of the comments right above `node` (a run of `//` or `///` lines, or a
+    `/** */` block), their markers taken off."""
+    blocks: list[str] = []
+    prev, below = node.prev_named_sibling, node.start_point[0]
+    while prev is not None and "comment" in prev.type and below - prev.end_point[0] <= 1:
+        blocks.insert(0, text_of(prev))
+        below, prev = prev.start_point[0], prev.prev_named_sibling
+    lines = (
+        line.strip().lstrip("/*!").rstrip("*/").strip() for b in blocks for line in b.splitlines()
+    )
+    return first_line("\n".join(lines))
 
 
 def _named(node: Node) -> str:

@@ -132,3 +132,19 @@ def test_an_open_documents_update_from_its_kept_tree_tags_as_a_whole_parse(
         index.update(shapes, text, keep_tree=True)
         assert index.tags(shapes) == file_tags("python", text)
     assert index.defining("Square") == [shapes]
+
+
+def test_a_doc_comment_is_its_first_line_without_markers() -> None:
+    ts = "/**\n * Makes one.\n * More.\n */\nexport function make() {}\n"
+    ts += "// a\n// b\nfunction g() {}\n"
+    assert [(t.name, t.doc) for t in file_tags("typescript", ts).tags] == [
+        ("make", "Makes one."),
+        ("g", "a"),
+    ]
+    go = (
+        "package p\n\n// Area is w*h.\nfunc Area() int { return 0 }\n\n// far away\n\nfunc B() {}\n"
+    )
+    assert [(t.name, t.doc) for t in file_tags("go", go).tags] == [
+        ("Area", "Area is w*h."),
+        ("B", ""),
+    ]
