@@ -1,6 +1,8 @@
 """Repository context for a document's prompt: the definitions of the names near the cursor (the
 workspace symbol index, `spec_lsp.symbols`) and the recent edits of other documents (`history.py`),
-as chunks the planner places ahead of the file, with the ring's.
+as chunks the planner places ahead of the file, with the ring's. The definitions the editor's
+other language servers know (`editor_definitions.py`, sent with `spec-lsp/definitions`) come after
+the index's, unless the index has the same one, and are shown and kept by the same rules.
 
 Like the ring's chunks, they change only on a pause: `refresh` computes them at the cursor when
 the ring settles (the service's idle points) and they stay frozen, byte for byte, until the next,
@@ -26,6 +28,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from spec_lsp.completion.editor_definitions import EditorDefinitions
 from spec_lsp.completion.history import EditHistory
 from spec_lsp.completion.neighbours import private, uri_path
 from spec_lsp.config import Options
@@ -54,6 +57,7 @@ class RepoContext:
         self.options = Options()
         self.index = SymbolIndex(admits=lambda path: not private(self.options, path))
         self.source: Source = lambda _uri: None
+        self.editor = EditorDefinitions()  # what the editor's other language servers sent
         self._frozen: dict[str, Frozen] = {}
         self._dirty: set[str] = set()  # open documents edited since they were indexed
 
@@ -76,21 +80,30 @@ class RepoContext:
             self.index.start(self.index.roots)
 
     def changed(self, uri: str) -> None:
-        """An open document was opened or edited: indexed again at the next refresh."""
-        self._dirty.add(uri)
+        """An open document was opened or edited: indexed again at the next refresh (a file's
+        only: an `untitled:` buffer is no file another one imports)."""
+        if uri.startswith("file:"):
+            self._dirty.add(uri)
 
     def saved_or_closed(self, uri: str) -> None:
-        """The file on disk is what counts now (a closed document's unsaved edits are gone)."""
-        self._dirty.discard(uri)
+        """`didSave` of an open document: its text is indexed again at the next refresh; a
+        closed one: the file on disk counts again (its unsaved edits are gone)."""
+        if self.source(uri) is not None:
+            self.changed(uri)
+            return
         self._frozen.pop(uri, None)
-        if self.options.definitions:
+        if self.options.definitions and uri.startswith("file:"):
+            self._dirty.discard(uri)
             self.index.read(uri_path(uri))
 
     def file_event(self, uri: str, deleted: bool) -> None:
-        """`workspace/didChangeWatchedFiles`: a file created or changed on disk, or deleted."""
+        """`workspace/didChangeWatchedFiles`: a file created or changed on disk, or deleted (an
+        open document's text counts over its file's)."""
+        if not uri.startswith("file:"):
+            return
         if deleted:
             self.index.remove(uri_path(uri))
-        elif self.options.definitions and uri not in self._dirty:
+        elif self.options.definitions and self.source(uri) is None:
             self.index.read(uri_path(uri))
 
     def stop(self) -> None:
@@ -122,6 +135,9 @@ class RepoContext:
         if not self.options.definitions or private(self.options, uri):
             return []
         found = definitions_near(self.index, uri_path(uri), lines, row, col)
+        known = {(d.path, d.tag.name) for d in found}  # the index's answer, when it has one
+        told = self.editor.near(uri, lines, row, col, self.options)
+        found += [d for d in told if (d.path, d.tag.name) not in known]
         return [d for d in found if not private(self.options, d.path)]
 
     def _merge(
@@ -131,7 +147,8 @@ class RepoContext:
         document's `first` refresh); else `old` in its order with `new`'s others after it, the
         old ones not wanted again dropped first (oldest first) to fit MAX_DEFINITIONS and
         `chars`."""
-        valid = [d for d in old if self.index.has(d.path) and not private(self.options, d.path)]
+        held = [d for d in old if d.text or self.index.has(d.path)]  # the editor's need no file
+        valid = [d for d in held if not private(self.options, d.path)]
         if not first and valid == old and all(d in old for d in new if d.primary):
             return old
         old = valid

@@ -131,3 +131,16 @@ async def test_one_file_without_a_folder_gets_the_prompt_of_before() -> None:
         prompts.append(backend.calls[-1].prompt)
     assert prompts[0] == prompts[1]
     assert prompts[0].startswith("from typing import List")
+
+
+async def test_a_save_keeps_the_buffer_and_a_close_reads_the_disk_again(tmp_path: Path) -> None:
+    service, _ = await served(tmp_path)
+    repo, shapes = service.planner.repo, tmp_path / "shapes.py"
+    uri = shapes.as_uri()
+    service.did_open(uri, "python", 1, "def unsaved_helper():\n    pass\n")
+    service.planner.repo.saved_or_closed(uri)  # didSave: the buffer is still what counts
+    repo.refresh(uri, [""], 0, 0, 1000)
+    assert repo.index.defining("unsaved_helper") == [str(shapes)]
+    service.did_close(uri)  # closed without saving: the file on disk again
+    assert repo.index.defining("unsaved_helper") == []
+    assert repo.index.defining("Rectangle") == [str(shapes)]
