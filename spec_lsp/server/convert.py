@@ -11,6 +11,7 @@ from typing import Any
 from lsprotocol import types
 
 from spec_lsp.completion import Suggestion
+from spec_lsp.completion.editor_definitions import MAX_SENT, Sent
 
 ACCEPT_COMMAND = "spec-lsp.didAcceptCompletion"  # the command an accepted item runs
 
@@ -64,3 +65,23 @@ def param(params: Any, key: str) -> Any:
 def suggestion_id(params: Any) -> str | None:
     sid = param(params, "id")
     return None if sid is None else str(sid)
+
+
+def editor_definitions(params: Any) -> tuple[str, int | None, list[Sent]] | None:
+    """`spec-lsp/definitions`'s params as (document uri, version or None, the first MAX_SENT
+    well-formed definitions); None when the document or the list is missing or malformed."""
+    doc, items = param(params, "textDocument"), param(params, "definitions")
+    uri, version = param(doc, "uri"), param(doc, "version")
+    if not isinstance(uri, str) or not isinstance(items, list | tuple):
+        return None
+    sent: list[Sent] = []
+    for item in items[:MAX_SENT]:
+        name, target, text = param(item, "name"), param(item, "uri"), param(item, "text")
+        line = param(param(param(item, "range"), "start"), "line")
+        if isinstance(name, str) and isinstance(target, str) and isinstance(text, str):
+            sent.append(Sent(name, target, line if _is_int(line) else 0, text))
+    return uri, version if _is_int(version) else None, sent
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

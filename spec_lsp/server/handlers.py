@@ -29,6 +29,7 @@ from spec_lsp.nextedit import wire as edit_wire
 from spec_lsp.nextedit.service import NextEdits
 from spec_lsp.server.convert import (
     ACCEPT_COMMAND,
+    editor_definitions,
     lsp_change,
     lsp_completion_item,
     lsp_inline_item,
@@ -50,6 +51,7 @@ DID_ACCEPT = "spec-lsp/didAcceptCompletion"
 DID_PARTIALLY_ACCEPT = "spec-lsp/didPartiallyAcceptCompletion"
 DOCUMENT_TEXT = "spec-lsp/documentText"
 DID_MOVE_CURSOR = "spec-lsp/didMoveCursor"
+DEFINITIONS = "spec-lsp/definitions"
 ALTERNATIVES = 3  # distinct suggestions for an explicit (Invoked) inline request
 EXIT_GRACE_S = 3.0  # after `exit`, the process is ended even if a thread still blocks
 INVOKED_LOAD_WAIT_S = 10.0  # an explicitly invoked request waits this long for a loading model
@@ -182,6 +184,19 @@ def spec_lsp_did_move_cursor(ls: SpecServer, params: Any) -> None:
         return
     version = version if isinstance(version, int) and not isinstance(version, bool) else None
     ls.session.service.did_move_cursor(uri, version, line, char, ls.encoding)
+
+
+def spec_lsp_definitions(ls: SpecServer, params: Any) -> None:
+    """What the editor's other language servers know of the names near the cursor: shown as
+    the symbol index's definitions are (completion/editor_definitions.py)."""
+    told = editor_definitions(params)
+    if told is None:
+        log.warning("%s without a textDocument.uri and a definitions list: ignored", DEFINITIONS)
+        return
+    uri, version, sent = told
+    repo = ls.session.service.planner.repo
+    kept = repo.editor.receive(uri, version, sent, repo.options)
+    log.debug("%s: %d of %d definitions kept for %s", DEFINITIONS, kept, len(sent), uri)
 
 
 def spec_lsp_document_text(ls: SpecServer, params: Any) -> dict[str, Any] | None:
@@ -334,6 +349,7 @@ FEATURES: tuple[tuple[str, Callable[..., Any], Any], ...] = (
     (DID_ACCEPT, spec_lsp_did_accept_completion, None),
     (DID_PARTIALLY_ACCEPT, spec_lsp_did_partially_accept_completion, None),
     (DID_MOVE_CURSOR, spec_lsp_did_move_cursor, None),
+    (DEFINITIONS, spec_lsp_definitions, None),
     (edit_wire.METHOD, text_document_copilot_inline_edit, None),
     (edit_wire.DID_SHOW, text_document_did_show_inline_edit, None),
     (edit_wire.DID_FOCUS, text_document_did_focus, None),

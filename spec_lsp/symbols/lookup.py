@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from spec_lsp.symbols.index import SymbolIndex
-from spec_lsp.symbols.resolve import name_files
+from spec_lsp.symbols.resolve import name_files, submodule_files
 from spec_lsp.syntax.languages import spec_for
 from spec_lsp.syntax.tags import FileTags, Import, Tag
 
@@ -49,6 +49,9 @@ class Definition:
     path: str
     tag: Tag
     members: tuple[Tag, ...] = ()  # a class's fields and methods
+    # The definition as the editor's own language server shows it (hover text, tag kind
+    # "editor": completion/editor_definitions.py), rendered as it is; "": from the index.
+    text: str = ""
     # Wanted at the cursor itself (the call being written, the receiver's type), not only used
     # nearby; not part of what the definition is (equal definitions compare equal).
     primary: bool = field(default=False, compare=False)
@@ -149,7 +152,12 @@ class Resolver:
             return self._defined(ref.member, self.files(imp, ""), follow=True)
         if ref.name in self.names:
             imp, name = self.names[ref.name]
-            return self._defined(name, self.files(imp, name), follow=True)
+            found = self._defined(name, self.files(imp, name), follow=True)
+            if found or not ref.member:
+                return found
+            idx = self.index  # `from pkg import mod` then `mod.member`
+            below = submodule_files(imp, name, self.path, idx.roots, idx.has, idx.files_in)
+            return self._defined(ref.member, below, follow=True)
         if ref.name in self.local:
             return []
         typ = receiver_type(ref.name, lines, row)

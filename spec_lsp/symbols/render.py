@@ -4,6 +4,7 @@ A function is its signature and its doc's first line; a class is its header, doc
 methods' signatures. Python gets stubs a model reads as code (`def f(x) -> int: ...` with the
 docstring); the brace languages get the signatures, each doc as a `//` comment above it, a
 class's members indented under its header. One file's definitions come out in the order given.
+A definition the editor's language server sent (`Definition.text`) comes out as that text.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ MAX_MEMBERS = 16  # a class's members shown (fields first, then methods, in file
 def render_definitions(path: str, definitions: list[Definition]) -> str:
     """The definitions (all of the file `path`) as text, one block each, ending with a newline."""
     python = spec_for(path).name == "python"
-    blocks = [_python(d) if python else _braces(d) for d in definitions]
+    blocks = [
+        f"{d.text}\n" if d.text else _python(d) if python else _braces(d) for d in definitions
+    ]
     return "\n".join(blocks)
 
 
