@@ -49,11 +49,18 @@ def name_files(
     """The files where `name` (imported by `imp`) may be defined: the module's, and the file of a
     submodule of that name (`from pkg import mod`, `use crate::geom::point`)."""
     files = module_files(imp, source, roots, exists, files_in)
+    below = submodule_files(imp, name, source, roots, exists, files_in)
+    return files + [f for f in below if f not in files]
+
+
+def submodule_files(
+    imp: Import, name: str, source: str, roots: tuple[str, ...], exists: Exists, files_in: FilesIn
+) -> list[str]:
+    """The files of the module `name` inside the module `imp` names (`from pkg import mod`)."""
     sep = "::" if spec_for(source).name == "rust" else "."
     base = imp.source.rstrip(".") if sep == "." else imp.source
     joined = f"{imp.source}{name}" if imp.source.endswith(".") else f"{base}{sep}{name}"
-    below = module_files(Import(joined), source, roots, exists, files_in)
-    return files + [f for f in below if f not in files]
+    return module_files(Import(joined), source, roots, exists, files_in)
 
 
 def _python(module: str, source: str, roots: tuple[str, ...], exists: Exists) -> list[str]:

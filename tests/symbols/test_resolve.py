@@ -86,3 +86,15 @@ def test_rust_crate_paths_and_modules(tmp_path: Path) -> None:
         },
     )
     assert names_at_end(index, tmp_path / "src" / "main.rs") == ["Point"]
+
+
+def test_a_submodule_imported_from_its_package_resolves_its_members(tmp_path: Path) -> None:
+    index = indexed(
+        tmp_path,
+        {
+            "shop/__init__.py": "",
+            "shop/prices.py": "def with_tax(amount: float) -> float:\n    'Adds VAT.'\n",
+            "shop/cart.py": "from . import prices\n\ntotal = prices.with_tax(",
+        },
+    )
+    assert names_at_end(index, tmp_path / "shop" / "cart.py") == ["with_tax"]
