@@ -272,14 +272,38 @@ class LeanDecoder:
         n, start = len(ids), cache.length
         self.passes += 1
         cache.reserve(start + n)
-        h = self.embed(torch.tensor(ids, device=self.device)).to(self.dtype)
+        h = self.run_layers(self.embed_ids(ids), cache, start, range(len(self.layers)))
+        cache.length = start + n
+        normed = self._norm(h, self.final_norm)
+        last = normed[-keep:]
+        logits = self.lm_head(last).float()
+        return logits, last, normed if all_hidden else None
+
+    def embed_ids(self, ids: list[int]) -> torch.Tensor:
+        """[n, H]: the residual stream's first value for `ids`."""
+        return self.embed(torch.tensor(ids, device=self.device)).to(self.dtype)
+
+    @torch.inference_mode()
+    def run_layers(
+        self, h: torch.Tensor, cache: LeanCache, start: int, layers: range
+    ) -> torch.Tensor:
+        """Runs `layers` (consecutive) over h [n, H] at positions start .. start + n - 1, writing
+        those positions' keys and values in those layers only, and returns the stream [n, H].
+
+        `cache.length` is left alone (`forward` sets it once every layer holds the positions), and
+        its capacity must cover start + n (`LeanCache.reserve`). Each layer attends over the
+        positions below start that it holds: a prefix of the layers run over tokens past
+        `cache.length` (the target's first layers drafting for it, `self_draft`) writes there
+        what a full pass over the same tokens writes in those layers, bitwise, row for row."""
+        n = h.shape[0]
         rot = self._rotation(start, n)
         heads, qk_heads = self.heads, self.heads + self.kv_heads
         qk_width, q_width = qk_heads * self.head_dim, heads * self.head_dim
         norm = self._norm
         fused = self.native  # rotation, cache writes and attention: one call (any n)
         rot_pairs = torch.view_as_real(rot) if fused else rot
-        for i, layer in enumerate(self.layers):
+        for i in layers:
+            layer = self.layers[i]
             if self.interrupt is not None and self.interrupt():
                 raise Interrupted  # cache.length is unchanged: the pass never happened
             qkv = layer.qkv(norm(h, layer.norm1))
@@ -300,11 +324,12 @@ class LeanDecoder:
             h = torch.add(h, layer.o(attn.reshape(n, q_width)))
             gu = layer.gate_up(norm(h, layer.norm2)).to(self.dtype)
             h = torch.add(h, layer.down(self._silu_mul(gu)))
-        cache.length = start + n
-        normed = norm(h, self.final_norm)
-        last = normed[-keep:]
-        logits = self.lm_head(last).float()
-        return logits, last, normed if all_hidden else None
+        return h
+
+    def output(self, h: torch.Tensor) -> torch.Tensor:
+        """[n, V] float32: the final norm and the output layer over a stream h [n, H] (after
+        every layer: the logits; after a prefix of them: an early exit's)."""
+        return self.lm_head(self._norm(h, self.final_norm)).float()
 
     def _norm(self, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if self.native:
