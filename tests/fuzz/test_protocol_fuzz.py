@@ -392,17 +392,31 @@ class ProtocolMachine(RuleBasedStateMachine):
         if uri in self.closed:
             self.closed.remove(uri)
 
-    # -- other connections (TCP): while this client is served, they get nothing --------------
+    # -- other connections (TCP): without the token nothing; with it, a session of its own -----
     @precondition(lambda self: self.shared is not None)
     @rule(
         before=st.sampled_from([b"", b"POST / HTTP/1.1\r\nContent-Length: 999\r\n\r\n"])
         | st.binary(max_size=40),
-        token=st.sampled_from([TOKEN, None, "x" + TOKEN]),
+        token=st.sampled_from([None, "x" + TOKEN]),
     )
-    def another_connection_gets_nothing(self, before: bytes, token: str | None) -> None:
-        # Even a well-formed initialize with the right token: one client at a time.
+    def another_connection_without_the_token_gets_nothing(
+        self, before: bytes, token: str | None
+    ) -> None:
         assert self.shared is not None
         assert self.shared.refused(before + frame(message(initialize_message(token)))) == b""
+
+    @precondition(lambda self: self.shared is not None)
+    @rule()
+    def another_client_with_the_token_sees_none_of_these_documents(self) -> None:
+        # Served at the same time as this client, in a session of its own.
+        assert self.shared is not None
+        other = self.shared.connect()
+        try:
+            other.initialize()
+            for uri in sorted(self.docs):
+                assert other.result("spec-lsp/documentText", {"uri": uri}) is None
+        finally:
+            other.close()
 
     # -- invariants --------------------------------------------------------------------------
     @invariant()
