@@ -3,8 +3,9 @@
 - handlers.py: one module-level handler per LSP method, the table of them, and `build_server`,
   which registers it;
 - convert.py: the `lsp_*` conversions between lsprotocol's types and ours;
-- language_server.py: `SpecServer`, the server object (stdio or a shared server's clients, the
-  options and the worker, status, loading the models with progress);
+- language_server.py: `SpecServer`, one client's server object (stdio, or one per client of a
+  shared server: its protocol, options and session; status, loading the models with progress);
+- host.py: what a process's clients share (one worker, so one model pair; who is connected);
 - session.py: what `initialize` creates for a client (its completion service and next edits);
 - pygls_internals.py: every override or read of pygls's non-public names, to re-check on each
   pygls upgrade.
