@@ -44,7 +44,7 @@ class TransportError(Exception):
     """A setting or a path that keeps a shared server from starting; the message says why."""
 
 
-class Session(Protocol):
+class OpenSession(Protocol):
     """One admitted connection's LSP session."""
 
     def handle(self, body: bytes) -> None:
@@ -59,7 +59,7 @@ class Session(Protocol):
 class Sessions(Protocol):
     """What the server does with an admitted connection."""
 
-    def open_session(self, connection: Connection) -> Session:
+    def open_session(self, connection: Connection) -> OpenSession:
         """A fresh LSP session writing to `connection`."""
         ...
 
@@ -184,7 +184,7 @@ async def _serve_connection(
 ) -> None:
     """Admits the connection, then serves it as a session of its own (while there is room)."""
     took = False
-    session: Session | None = None
+    session: OpenSession | None = None
     try:
         first = await admit_first(connection, token)
         lobby.admitted(connection)
