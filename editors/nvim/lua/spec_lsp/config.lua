@@ -49,6 +49,9 @@ local M = {}
 ---@field root_markers string[]     files marking the project root given to the server
 ---@field hl_group string           highlight of the suggestion text (virtual_text ui only)
 ---@field next_edit spec_lsp.NextEdit  next edit suggestions (`textDocument/copilotInlineEdit`)
+---@field editor_definitions boolean  at a pause, ask the buffer's other language servers for the
+---                                 definitions (and hover) of the names near the cursor and send
+---                                 them to spec-lsp for its prompts (`spec-lsp/definitions`)
 
 ---@type spec_lsp.Config
 M.defaults = {
@@ -82,6 +85,7 @@ M.defaults = {
     accept = "<Tab>",
     dismiss = "<Esc>",
   },
+  editor_definitions = false,
 }
 
 ---@type spec_lsp.Config
@@ -155,6 +159,9 @@ local checks = {
   end,
   hl_group = function(v)
     return type(v) == "string", "a highlight group name"
+  end,
+  editor_definitions = function(v)
+    return type(v) == "boolean", "true or false"
   end,
   next_edit = function(v)
     local expected = "a table of enabled (boolean), idle_ms (number >= 0), in_insert (boolean), "

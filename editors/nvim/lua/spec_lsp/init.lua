@@ -12,6 +12,7 @@
 local api = vim.api
 local config = require("spec_lsp.config")
 local cursor = require("spec_lsp.cursor")
+local definitions = require("spec_lsp.definitions")
 local gate = require("spec_lsp.gate")
 local lsp = require("spec_lsp.lsp")
 local nextedit = require("spec_lsp.nextedit")
@@ -65,6 +66,7 @@ local function on_attach(client, bufnr)
   suggestion.map_keys(bufnr)
   nextedit.attach(bufnr, client) -- its <Tab> wraps suggestion's
   cursor.attach(bufnr, client)
+  definitions.attach(bufnr, client) -- with `editor_definitions` on only
   status.refresh(client)
 end
 
@@ -287,6 +289,7 @@ function M.setup(opts)
         suggestion.ui.detach(ev.buf)
         nextedit.detach(ev.buf)
         cursor.detach(ev.buf)
+        definitions.detach(ev.buf)
       end
     end,
   })
