@@ -3,7 +3,8 @@ the code the line being written calls.
 
 The names, most wanted first (`references`): the call being written (`shapes.area(` -> `shapes`,
 `area`), the receiver before a `.` at the cursor and its type where an assignment or annotation
-in the enclosing function says it (`r = Rectangle(...)`, `r: Rectangle`, `r := geom.Rect{`), then
+in the enclosing function says it (`r = Rectangle(...)`, `r: Rectangle`, `r := geom.Rect{`; for
+`self`, `this` and `cls`, the bases of the enclosing class: its own body is in the file), then
 the names used in the enclosing function (read from the text: the lines up to the header above
 the cursor that is indented less), nearest first. Each resolves through the file's imports
 (`resolve.py`) to a top-level definition of the imported module (a submodule too), or of a module
@@ -42,6 +43,10 @@ _WORDS = (  # keywords and builtins of the tagged languages: never looked up
     "bool dict list string number boolean any print len"
 )
 KEYWORDS = frozenset(_WORDS.split())
+SELF = frozenset({"self", "this", "cls"})  # a receiver whose type is the enclosing class
+CLASS_HEADER = re.compile(
+    r"(\s*)(?:export\s+)?(?:abstract\s+)?class\s+\w+\s*(?:\(([^)]*)\)|extends\s+([\w.]+))"
+)
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def references(lines: list[str], row: int, col: int) -> list[Reference]:
             refs.append(_chain(match.group(0)))
     seen, out = set(), []
     for ref in refs:
-        if ref.name not in KEYWORDS and ref not in seen:
+        if (ref.name not in KEYWORDS or ref.name in SELF) and ref not in seen:
             seen.add(ref)
             out.append(ref)
     return out[:MAX_REFERENCES]
@@ -127,6 +132,19 @@ def receiver_type(name: str, lines: list[str], row: int) -> str:
     return ""
 
 
+def enclosing_bases(lines: list[str], row: int) -> list[Reference]:
+    """The base classes of the class around `row` (Python's `class C(A, m.B):`, TypeScript's and
+    JavaScript's `class C extends A`): the first class header above indented less."""
+    indent = len(lines[row]) - len(lines[row].lstrip()) if row < len(lines) else 0
+    for text in reversed(lines[max(0, row - 10 * REGION_LINES) : row]):
+        found = CLASS_HEADER.match(text)
+        if found and len(found.group(1)) < max(indent, 1):
+            names = (found.group(2) or found.group(3) or "").split(",")
+            chains = [n.split("[")[0].strip() for n in names if "=" not in n]  # no metaclass=
+            return [_chain(c) for c in chains if IDENT.fullmatch(c.replace(".", "_"))]
+    return []
+
+
 class Resolver:
     """Resolves a file's references through its imports and the index."""
 
@@ -158,6 +176,13 @@ class Resolver:
             idx = self.index  # `from pkg import mod` then `mod.member`
             below = submodule_files(imp, name, self.path, idx.roots, idx.has, idx.files_in)
             return self._defined(ref.member, below, follow=True)
+        if ref.name in SELF:  # the enclosing class's bases (its own body is in the file)
+            bases = enclosing_bases(lines, row)
+            return [
+                d
+                for base in bases
+                for d in self.resolve(replace(base, primary=ref.primary), lines, row)
+            ]
         if ref.name in self.local:
             return []
         typ = receiver_type(ref.name, lines, row)

@@ -98,3 +98,23 @@ def test_a_submodule_imported_from_its_package_resolves_its_members(tmp_path: Pa
         },
     )
     assert names_at_end(index, tmp_path / "shop" / "cart.py") == ["with_tax"]
+
+
+def test_self_resolves_to_the_enclosing_classs_bases_from_other_files(tmp_path: Path) -> None:
+    index = indexed(
+        tmp_path,
+        {
+            "base.py": "class Store:\n    def put(self, key: str) -> None:\n        pass\n",
+            "disk.py": (
+                "import abc\nfrom base import Store\n\n\n"
+                "class DiskStore(Store, metaclass=abc.ABCMeta):\n    def save(self):\n        self."
+            ),
+            "web.ts": 'import { Widget } from "./widget";\nclass B extends Widget {\n  f() { this.',
+            "widget.ts": "export class Widget { render(): void {} }\n",
+        },
+    )
+    lines = (tmp_path / "disk.py").read_text().split("\n")
+    found = definitions_near(index, str(tmp_path / "disk.py"), lines, 6, len(lines[6]))
+    assert [d.tag.name for d in found] == ["Store"] and found[0].primary
+    assert [m.name for m in found[0].members] == ["put"]
+    assert names_at_end(index, tmp_path / "web.ts") == ["Widget"]
