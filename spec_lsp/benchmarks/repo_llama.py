@@ -26,6 +26,7 @@ from spec_lsp.benchmarks.repo_packages import Source
 
 PREFIX_LINES = 256  # llama.vscode's n_prefix
 SUFFIX_LINES = 64  # and n_suffix
+REQUEST_TIMEOUT_S = 3600.0  # a 4,000-token prompt took ~10 minutes on the busy 2-core machine
 
 
 def infill_body(
@@ -73,7 +74,8 @@ def llama_rows(
                 for hole in holes:
                     files = context_files(source, hole, open_files)
                     start = time.perf_counter()
-                    out = _post(f"{url}/infill", infill_body(hole, texts, files, n_predict))
+                    body = infill_body(hole, texts, files, n_predict)
+                    out = _post(f"{url}/infill", body, timeout=REQUEST_TIMEOUT_S)
                     ms = (time.perf_counter() - start) * 1000
                     answers.append(Asked(str(out.get("content", "")), ms))
                     done("llama_server_ring", hole, answers[-1])
