@@ -11,7 +11,7 @@ import { setSettings } from "./settingsWire";
 export type { ServerCommand } from "./serverChoice";
 
 /** Settings that only the extension uses; the rest go to the server. */
-export const CLIENT_ONLY = new Set(["serverPath", "serverArgs", "server.address", "server.tokenFile", "sharedServer", "recordDirectory", "autoTrigger", "nextEditIdleMs", "nextEditWhileTyping"]);
+export const CLIENT_ONLY = new Set(["serverPath", "serverArgs", "server.address", "server.tokenFile", "sharedServer", "recordDirectory", "autoTrigger", "nextEditIdleMs", "nextEditWhileTyping", "editorDefinitions"]);
 /** Settings that change which process runs or how it is reached: a change restarts the server. */
 const RESTART_KEYS = ["serverPath", "serverArgs", "server.address", "server.tokenFile", "sharedServer"];
 /** In an untrusted workspace these take the user's own value only (package.json's capabilities). */

@@ -3,6 +3,7 @@
 import * as vscode from "vscode";
 import { type Consent, needsRestart, recordPath, resolveServer } from "./config";
 import { Server } from "./client";
+import { EditorDefinitions } from "./editorDefinitions";
 import { NextEdits } from "./nextEdit";
 import { pickPreset, showMenu, toggleActiveLanguage, toggleAutoTrigger } from "./menu";
 import { StatusItem } from "./status";
@@ -104,6 +105,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("spec-lsp.showLog", () => output.show()),
     vscode.commands.registerCommand("spec-lsp.suggest", () => vscode.commands.executeCommand("editor.action.inlineSuggest.trigger")),
     nextEdits,
+    new EditorDefinitions({ client: () => srv.languageClient, log: (line) => output.info(line) }),
     srv.onDidOfferCompletion(({ document, version, offset }) => nextEdits.completionOffered(document, version, offset)),
     vscode.commands.registerCommand("specLsp.acceptNextEdit", () => nextEdits.accept()),
     vscode.commands.registerCommand("specLsp.dismissNextEdit", () => nextEdits.dismiss()),

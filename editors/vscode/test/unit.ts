@@ -13,6 +13,7 @@ import { describe } from "../src/statusText";
 import { Rest, TYPING_MS } from "../src/rest";
 import { firstEdit, isCurrent, narrow, planEdit, SHOWN_MAX, tabAction } from "../src/nextEditPlan";
 import type { InlineEdit } from "../src/protocol";
+import "./editorDefinitionsUnit";
 
 const READY: Status = {
   state: "ready",
