@@ -79,6 +79,16 @@ class RepoContext:
         if self.options.definitions and roots:
             self.index.start(self.index.roots)
 
+    def folders_changed(self, added: list[str], removed: list[str]) -> None:
+        """`workspace/didChangeWorkspaceFolders`: a removed folder's files leave the index, an
+        added one's are indexed in the background (what is indexed already stays)."""
+        self.index.stop()  # a build still running must not index a removed folder again
+        gone = {os.path.abspath(r) for r in removed}
+        for folder in gone:
+            self.index.remove(folder)
+        roots = [r for r in self.index.roots if r not in gone]
+        self.workspace(roots + [a for a in map(os.path.abspath, added) if a not in roots])
+
     def changed(self, uri: str) -> None:
         """An open document was opened or edited: indexed again at the next refresh (a file's
         only: an `untitled:` buffer is no file another one imports)."""

@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lsprotocol import types
@@ -143,6 +143,16 @@ def workspace_did_change_watched_files(
     for change in params.changes:  # the symbol index follows the files on disk
         deleted = change.type == types.FileChangeType.Deleted
         ls.session.service.planner.repo.file_event(change.uri, deleted)
+
+
+def workspace_did_change_workspace_folders(
+    ls: SpecServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    def paths(folders: Sequence[types.WorkspaceFolder]) -> list[str]:
+        return [p for f in folders if (p := uris.to_fs_path(f.uri))]
+
+    event = params.event  # pygls's own handler has updated `ls.workspace` already
+    ls.session.service.planner.repo.folders_changed(paths(event.added), paths(event.removed))
 
 
 def workspace_did_delete_files(ls: SpecServer, params: types.DeleteFilesParams) -> None:
@@ -336,6 +346,11 @@ FEATURES: tuple[tuple[str, Callable[..., Any], Any], ...] = (
     (types.TEXT_DOCUMENT_DID_CLOSE, text_document_did_close, None),
     (types.TEXT_DOCUMENT_DID_SAVE, text_document_did_save, None),
     (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, workspace_did_change_watched_files, None),
+    (
+        types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS,
+        workspace_did_change_workspace_folders,
+        None,
+    ),
     (types.WORKSPACE_DID_DELETE_FILES, workspace_did_delete_files, EVERY_FILE),
     (types.WORKSPACE_DID_RENAME_FILES, workspace_did_rename_files, EVERY_FILE),
     (

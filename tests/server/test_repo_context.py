@@ -88,3 +88,31 @@ def test_definitions_from_the_workspace_reach_the_prompt_and_follow_the_disk(
     time.sleep(1.1)
     ask(server, uri, MAIN + "\nname = born_late(", version)
     assert "def born_late(x: int) -> str:" in last_prompt(prompts)
+
+
+def test_an_added_workspace_folder_is_indexed_and_a_removed_ones_files_leave(
+    served: tuple[ServerProcess, Path],
+) -> None:
+    server, prompts = served
+    extra = prompts.parent / "extra"
+    extra.mkdir()
+    (extra / "units.py").write_text("def to_metres(feet: float) -> float:\n    'Feet to m.'\n")
+    folder = {"uri": extra.as_uri(), "name": "extra"}
+    change = {"event": {"added": [folder], "removed": []}}
+    server.notify("workspace/didChangeWorkspaceFolders", change)
+    uri = (prompts.parent / "ws" / "main.py").as_uri()
+    text = "from units import to_metres\n\nx = to_metres("
+    deadline, version = time.monotonic() + 60, 1
+    while True:  # the added folder is indexed in the background
+        ask(server, uri, text, version)
+        version += 1
+        if "def to_metres" in last_prompt(prompts) or time.monotonic() > deadline:
+            break
+        time.sleep(1.1)
+    assert "def to_metres(feet: float) -> float:" in last_prompt(prompts)
+    change = {"event": {"added": [], "removed": [folder]}}
+    server.notify("workspace/didChangeWorkspaceFolders", change)
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    time.sleep(1.1)
+    ask(server, uri, text, 1)  # opened again: its context is computed anew
+    assert "def to_metres" not in last_prompt(prompts)
