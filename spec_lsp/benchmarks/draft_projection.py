@@ -105,3 +105,15 @@ def best(tracks: list[Track], costs: Costs, ks: range, thresholds: list[float]) 
     return max(
         (project(tracks, costs, k, th) for k in ks for th in thresholds), key=lambda p: p.speedup
     )
+
+
+def iid_speedup(alpha: float, step: float, verify: tuple[float, ...]) -> tuple[float, int]:
+    """(best speedup, its k) of a draft whose tokens are each accepted with probability `alpha`
+    independently of one another, one step costing `step` one-row passes; `verify[r - 1]` a pass
+    over r rows in one-row passes. A round of k emits 1 + alpha + ... + alpha^k tokens on average
+    (what a feature head or any other draft would have to reach, before it is built)."""
+    found = (1.0, 0)
+    for k in range(1, len(verify)):
+        tokens = sum(alpha**i for i in range(k + 1))
+        found = max(found, (tokens / (k * step + verify[k]), k))
+    return found

@@ -28,9 +28,18 @@ from typing import Any
 
 import torch
 
-from spec_lsp.benchmarks.draft_projection import Costs, Track, agreement, best, mean_run
+from spec_lsp.benchmarks.draft_projection import (
+    Costs,
+    Track,
+    agreement,
+    best,
+    iid_speedup,
+    mean_run,
+)
 from spec_lsp.engine.lean import LeanDecoder
 
+ALPHAS = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]  # the acceptance a draft would need ...
+STEPS = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5]  # ... at this cost of a step (one-row passes)
 THRESHOLDS = [0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 KS = range(1, 9)
 Top = tuple[int, float]  # a top-1 token and its probability
@@ -231,17 +240,34 @@ def study(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--preset", default="coder")
-    parser.add_argument("--prompts", type=int, default=4, help="bench prompts")
-    parser.add_argument("--steps", type=int, default=48, help="greedy tokens per prompt")
-    parser.add_argument("--exits", default="6,8,12,16", help="early exits (layers run)")
-    parser.add_argument("--context", type=int, default=1024, help="prompt tokens kept")
-    parser.add_argument("--reps", type=int, default=3, help="timings: best of")
-    parser.add_argument("--random-weights", action="store_true", help="a smoke run")
-    parser.add_argument("--json", help="write the report (with the traces) here")
-    args = parser.parse_args(argv)
+def requirements(verify: list[float]) -> list[str]:
+    """Markdown: the best projected speedup of an independent-acceptance draft, by its per-token
+    acceptance (rows) and the cost of its step (columns), over this verify curve."""
+    ratios = tuple(v / verify[0] for v in verify)
+    lines = ["| acceptance \\ step / pass | " + " | ".join(f"{s:g}" for s in STEPS) + " |"]
+    lines.append("| --- " * (len(STEPS) + 1) + "|")
+    for alpha in ALPHAS:
+        cells = (iid_speedup(alpha, step, ratios) for step in STEPS)
+        lines.append(f"| {alpha:g} | " + " | ".join(f"{x:.2f}x (k {k})" for x, k in cells) + " |")
+    return lines
+
+
+def on_curve(report: dict[str, Any], curve_json: str, context: str) -> None:
+    """Takes the verify pass's ratios from a `bench verify-cost` report (after `context` tokens)
+    over this run's one-row pass, and summarizes again."""
+    ratios = json.loads(Path(curve_json).read_text())["ratio"][context]
+    pieces = report["pieces"]
+    rows = len(pieces["full"])
+    if len(ratios) < rows:
+        raise SystemExit(f"{curve_json}: {len(ratios)} rows, the study needs {rows}")
+    pieces["full"] = [pieces["full"][0] * r for r in ratios[:rows]]
+    pieces["curve"] = f"{curve_json} after {context} tokens"
+    exits = [int(e) for e in pieces["prefix"]]
+    report["summary"] = summarize(report["traces"], pieces, report["draft_step_ms"], exits)
+
+
+def measured(args: argparse.Namespace) -> dict[str, Any]:
+    """Loads the preset and runs the study."""
     from spec_lsp.benchmarks.prompts import bench_prompts
     from spec_lsp.benchmarks.verify_cost import cpu_name
     from spec_lsp.presets import load_preset_engine
@@ -252,26 +278,40 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.preset}: the target runs {target.name}, not the lean forward")
     exits = [int(e) for e in args.exits.split(",")]
     prompts = [engine.encode(p.text)[-args.context :] for p in bench_prompts(args.prompts)]
-    report = study(
-        target,
-        engine.forwards.draft,
-        prompts,
-        args.steps,
-        exits,
-        set(engine.eos_ids),
-        reps=args.reps,
-    )
-    report.update(
-        preset=args.preset,
-        cpu=cpu_name(),
-        kernels=engine.kernels,
-        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-    )
+    stop = set(engine.eos_ids)
+    report = study(target, engine.forwards.draft, prompts, args.steps, exits, stop, reps=args.reps)
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    report.update(preset=args.preset, cpu=cpu_name(), kernels=engine.kernels, date=date)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--preset", default="coder")
+    parser.add_argument("--prompts", type=int, default=4, help="bench prompts")
+    parser.add_argument("--steps", type=int, default=48, help="greedy tokens per prompt")
+    parser.add_argument("--exits", default="6,8,12,16", help="early exits (layers run)")
+    parser.add_argument("--context", type=int, default=1024, help="prompt tokens kept")
+    parser.add_argument("--reps", type=int, default=3, help="timings: best of")
+    parser.add_argument("--random-weights", action="store_true", help="a smoke run")
+    parser.add_argument("--json", help="write the report (with the traces) here")
+    parser.add_argument("--from-json", help="project again from a report this command wrote")
+    parser.add_argument("--verify-curve", help="a `bench verify-cost --json` report to price with")
+    parser.add_argument("--verify-context", default="200", help="its context length to use")
+    args = parser.parse_args(argv)
+    report = json.loads(Path(args.from_json).read_text()) if args.from_json else measured(args)
+    if args.verify_curve:
+        on_curve(report, args.verify_curve, args.verify_context)
+    pieces = report["pieces"]
     print(
-        f"{args.preset}, kernels {engine.kernels}, {report['cpu']}, {report['date']}; "
-        f"one pass of one row {report['pieces']['full'][0]:.1f} ms (one thread, CPU time)"
+        f"{report['preset']}, kernels {report['kernels']}, {report['cpu']}, {report['date']}; "
+        f"one pass of one row {pieces['full'][0]:.1f} ms (one thread, CPU time); verify curve "
+        f"{pieces.get('curve', 'this run')}: "
+        + " ".join(f"{f / pieces['full'][0]:.2f}" for f in pieces["full"])
     )
     print("\n".join(tables(report)))
+    print("\nA draft of independent acceptance on this curve: best speedup (its k)")
+    print("\n".join(requirements(pieces["full"])))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

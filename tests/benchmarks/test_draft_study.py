@@ -3,11 +3,21 @@ its projection on hand-made records."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
 from spec_lsp.benchmarks import draft_study
-from spec_lsp.benchmarks.draft_projection import Costs, Track, agreement, mean_run, project
+from spec_lsp.benchmarks.draft_projection import (
+    Costs,
+    Track,
+    agreement,
+    iid_speedup,
+    mean_run,
+    project,
+)
 from spec_lsp.engine.from_source import tiny_model
 from spec_lsp.engine.lean import LeanDecoder
 
@@ -72,3 +82,26 @@ def test_the_study_agrees_everywhere_at_the_last_layer_and_projects_every_draft(
     assert len(report["pieces"]["full"]) == 9 and report["pieces"]["output"] > 0
     lines = draft_study.tables(report)
     assert lines[2].startswith("| layers 0-0 |") and any("draft model" in x for x in lines)
+
+
+def test_an_independent_draft_that_always_matches_for_free_takes_the_longest_run() -> None:
+    speedup, k = iid_speedup(1.0, 0.0, (1.0, 1.1, 1.2))
+    assert (k, speedup) == (2, pytest.approx(3 / 1.2))
+    assert iid_speedup(0.0, 0.5, (1.0, 1.1)) == (1.0, 0)  # a draft that never lands: no draft
+
+
+def test_a_saved_report_is_projected_again_over_another_verify_curve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = LeanDecoder(tiny_model(2, 7, 256))
+    report = draft_study.study(target, None, [list(range(10, 30))], 6, [1], set(), 8, reps=1)
+    report.update(preset="tiny", cpu="cpu", kernels="torch", date="today")
+    saved, curve = tmp_path / "study.json", tmp_path / "curve.json"
+    saved.write_text(json.dumps(report))
+    curve.write_text(json.dumps({"ratio": {"200": [1.0 + 0.1 * r for r in range(16)]}}))
+    assert draft_study.main(["--from-json", str(saved), "--verify-curve", str(curve)]) == 0
+    out = capsys.readouterr().out
+    assert "after 200 tokens: 1.00 1.10 1.20" in out
+    assert "| layers 0-0 |" in out
+    # acceptance 0.5, a free step: k = 2 emits 1.75 tokens a round for 1.2 passes
+    assert "| 0.5 | 1.46x (k 2) |" in out
