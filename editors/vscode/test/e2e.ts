@@ -154,6 +154,10 @@ function settings(out: string): object {
       ? // The preset file names the fake rewriter; specLsp.preset unset, so the server keeps it.
         { "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log"), "--preset", PRESET_FILE], "specLsp.nextEditIdleMs": 300 }
       : { "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log")], "specLsp.preset": PRESET }),
+    // The definitions scenario: the server logs each spec-lsp/definitions it keeps (DEBUG).
+    ...(SCENARIO === "definitions"
+      ? { "specLsp.serverArgs": ["--log-file", path.join(out, "spec-lsp-server.log"), "--log-level", "DEBUG"], "specLsp.editorDefinitions": true }
+      : {}),
     "specLsp.device": "cpu",
     // A clean window: no chat panel or welcome page to steal the keyboard, no network.
     "chat.disableAIFeatures": true,
@@ -281,6 +285,9 @@ async function startCodeServer(): Promise<string> {
   const env = { ...process.env, PATH: [path.dirname(process.execPath), ...pathDirs].join(path.delimiter), XDG_RUNTIME_DIR: runtimeDir() };
   const dirs = ["--config", config, "--user-data-dir", user, "--extensions-dir", exts];
   runChecked(CODE_SERVER, [...dirs, "--install-extension", VSIX, "--force"], env, 120);
+  // The definitions scenario's second language server (tests/editors/vscode_fake_definitions).
+  const fakeVsix = process.env.SPEC_LSP_E2E_FAKE_VSIX;
+  if (fakeVsix) runChecked(CODE_SERVER, [...dirs, "--install-extension", fakeVsix, "--force"], env, 120);
 
   const port = await freePort();
   const logFile = fs.openSync(path.join(OUT, "code-server.log"), "w");
@@ -920,6 +927,35 @@ async function runNextEdit(): Promise<{ nextEdit: NextEditResult }> {
   };
 }
 
+/** What the definitions scenario saw: spec-lsp's log line for the definitions it kept, and
+ * each question the second language server was asked (its JSON lines). */
+interface DefinitionsResult {
+  kept: string;
+  asked: string[];
+}
+
+/** `specLsp.editorDefinitions` with a second language server (the fake-definitions extension):
+ * typing a call of `rect_area`, which only that server knows, sends its definition to spec-lsp. */
+async function runDefinitions(): Promise<{ definitions: DefinitionsResult }> {
+  const { p } = await openWorkbench();
+  await phase("open stats.py", () => openFile(p, "stats.py"));
+  const ready = await phase("wait for the language client and the model", () => waitReady(p));
+  log(`status bar: ${ready}`);
+  const serverLog = path.join(OUT, "spec-lsp-server.log");
+  const kept = await phase("type a call of rect_area; its definition reaches spec-lsp", async () => {
+    await p.locator(".editor-group-container.active .monaco-editor .view-lines").click();
+    await p.keyboard.press("Control+End");
+    await p.keyboard.type("total = rect_area(2, ", { delay: 40 });
+    return until("spec-lsp to log the definitions it kept", 60, () => {
+      const text = fs.existsSync(serverLog) ? fs.readFileSync(serverLog, "utf8") : "";
+      return Promise.resolve(/spec-lsp\/definitions: [1-9]\d* of \d+ definitions kept for \S+/.exec(text)?.[0]);
+    });
+  });
+  const fakeLog = process.env.SPEC_LSP_E2E_FAKE_LOG ?? "";
+  const asked = fs.existsSync(fakeLog) ? fs.readFileSync(fakeLog, "utf8").split("\n").filter(Boolean) : [];
+  return { definitions: { kept, asked } };
+}
+
 /** On failure: what the window looked like, and every log that could say why. */
 async function saveEvidence(): Promise<void> {
   try {
@@ -963,7 +999,7 @@ async function main(): Promise<number> {
   process.once("SIGINT", onSignal);
   const watchdog = setTimeout(() => onSignal(`no result after ${TIMEOUT_S} s`), TIMEOUT_S * 1000);
   try {
-    const result = SCENARIO === "nextedit" ? await runNextEdit() : await run();
+    const result = SCENARIO === "nextedit" ? await runNextEdit() : SCENARIO === "definitions" ? await runDefinitions() : await run();
     const wall = (Date.now() - t0) / 1000;
     console.log(JSON.stringify({ ok: true, wall_s: wall, phases, ...result }));
   } catch (err) {
