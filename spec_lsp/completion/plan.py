@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from spec_lsp.completion.editor_definitions import Sent
 from spec_lsp.completion.neighbours import Neighbours, markers, render
 from spec_lsp.completion.repo import RepoContext
 from spec_lsp.completion.reuse import Anchor, CacheKey
@@ -111,6 +112,15 @@ class Planner:
         useful = want > 0 and 2 * budget <= context  # well under the model's own window
         self.short = PromptBuilder(fim, budget, max_new) if useful else None
         self.short_tokens = want if useful else 0
+
+    def editor_definitions(self, uri: str, version: int | None, sent: list[Sent]) -> int:
+        """`spec-lsp/definitions`: keeps what the editor sent (`repo.editor`); as the plugins
+        send it at a pause, the document's next plan refreshes its context as after one (it
+        changes only if the cursor wants a definition not shown). How many were kept."""
+        kept = self.repo.editor.receive(uri, version, sent, self.repo.options)
+        if kept:
+            self._settled.pop(uri, None)
+        return kept
 
     def forget(self, uri: str) -> None:
         self._settled.pop(uri, None)

@@ -204,8 +204,7 @@ def spec_lsp_definitions(ls: SpecServer, params: Any) -> None:
         log.warning("%s without a textDocument.uri and a definitions list: ignored", DEFINITIONS)
         return
     uri, version, sent = told
-    repo = ls.session.service.planner.repo
-    kept = repo.editor.receive(uri, version, sent, repo.options)
+    kept = ls.session.service.planner.editor_definitions(uri, version, sent)
     log.debug("%s: %d of %d definitions kept for %s", DEFINITIONS, kept, len(sent), uri)
 
 

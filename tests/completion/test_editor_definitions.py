@@ -36,8 +36,7 @@ async def test_a_definition_the_editor_sent_reaches_the_prompt_after_a_pause() -
     backend.free_running = True
     service = await service_with(backend, clock=clock)
     service.did_open(URI, "python", 1, MAIN)
-    repo = service.planner.repo
-    assert repo.editor.receive(URI, 1, [linspace()], repo.options) == 1
+    assert service.planner.editor_definitions(URI, 1, [linspace()]) == 1
     await service.complete(URI, *end(service, URI), "utf-16")
     prompt = backend.calls[-1].prompt
     shown = "(function) def linspace(start: float, stop: float, num: int = 50) -> ndarray\n"
@@ -52,13 +51,29 @@ async def test_a_definition_the_editor_sent_reaches_the_prompt_after_a_pause() -
         assert backend.calls[-1].prompt.startswith(head + "# main.py\n")
 
 
+async def test_definitions_sent_after_a_pause_reach_the_next_request_without_another() -> None:
+    """The plugins send them at a pause, after the server's own refresh there: the next request
+    refreshes the context once more, with no second pause (the clock never moves)."""
+    clock = Clock()
+    backend = ScriptedBackend("x")
+    backend.free_running = True
+    service = await service_with(backend, clock=clock)
+    service.did_open(URI, "python", 1, MAIN)
+    await service.complete(URI, *end(service, URI), "utf-16")
+    assert "def linspace(start" not in backend.calls[-1].prompt
+    assert service.planner.editor_definitions(URI, 1, [linspace()]) == 1
+    row, col = end(service, URI)
+    service.did_change(URI, 2, [((row, col, row, col), "0")], "utf-16")
+    await service.complete(URI, row, col + 1, "utf-16")
+    assert "(function) def linspace(start" in backend.calls[-1].prompt
+
+
 async def test_definitions_off_shows_nothing_the_editor_sent() -> None:
     backend = ScriptedBackend("x")
     backend.free_running = True
     service = await service_with(backend, definitions=False)
     service.did_open(URI, "python", 1, MAIN)
-    repo = service.planner.repo
-    assert repo.editor.receive(URI, 1, [linspace()], repo.options) == 0
+    assert service.planner.editor_definitions(URI, 1, [linspace()]) == 0
     await service.complete(URI, *end(service, URI), "utf-16")
     assert "linspace(start" not in backend.calls[-1].prompt
 
