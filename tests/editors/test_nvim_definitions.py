@@ -78,7 +78,7 @@ def test_the_other_server_is_asked_about_the_names_near_the_cursor_only(
     mock_run: tuple[NvimRun, Path],
 ) -> None:
     """The typed line and the one above it (sample.py's last), at most 8 names; `mean` and
-    `stdev`, further up, never."""
+    `stdev`, further up, never; a hover only for the name whose definition came."""
     run, tmp = mock_run
     names = [a["name"] for a in asked(tmp) if a["method"] == "textDocument/definition"]
     methods = {a["method"] for a in asked(tmp)}
@@ -87,6 +87,8 @@ def test_the_other_server_is_asked_about_the_names_near_the_cursor_only(
     near = set(re.findall(r"[A-Za-z_]\w*", above + " total = rect_area(2, 3"))
     assert "rect_area" in names and set(names) <= near, run.explain(str(names))
     assert len(set(names)) <= 8, run.explain(str(names))
+    hovered = {a["name"] for a in asked(tmp) if a["method"] == "textDocument/hover"}
+    assert hovered == {"rect_area"}, run.explain(f"hover only where a definition came: {hovered}")
 
 
 @needs_nvim

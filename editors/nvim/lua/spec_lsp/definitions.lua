@@ -1,10 +1,10 @@
 --- Definitions the editor already knows (`editor_definitions = true`): when typing pauses, asks
 --- the buffer's OTHER language servers (pyright, gopls, ...; never spec-lsp's own client) for
---- textDocument/definition and textDocument/hover of the identifiers on the cursor's line and
---- the line above, and sends what they answer to spec-lsp with `spec-lsp/definitions`
---- (docs/protocol.md): the server puts them in its prompts as it does its own index's
---- definitions. Nothing is asked while no other server that answers definitions is attached.
---- Knows nothing about suggestions.
+--- textDocument/definition of the identifiers on the cursor's line and the line above, and for
+--- the hover of those defined in another file, and sends what they answer to spec-lsp with
+--- `spec-lsp/definitions` (docs/protocol.md): the server puts them in its prompts as it does its
+--- own index's definitions. Nothing is asked while no other server that answers definitions is
+--- attached. Knows nothing about suggestions.
 
 local api = vim.api
 
@@ -112,9 +112,8 @@ local function first_location(result)
   return loc.targetUri or loc.uri, loc.targetSelectionRange or loc.range or loc.targetRange
 end
 
---- Asks `client` for the definition and hover of `id`; `done(entry|nil)` gets the definition
---- ({ name, uri, range, text }) when both came, the definition is not in this buffer and the
---- hover has text.
+--- Asks `client` for the definition of `id`, then, where one is in another file, for its hover;
+--- `done(entry|nil)` gets the definition ({ name, uri, range, text }) when the hover has text.
 ---@param client vim.lsp.Client
 ---@param bufnr integer
 ---@param id { name: string, row: integer, col: integer }
@@ -124,37 +123,30 @@ local function ask(client, bufnr, id, done)
   local character = vim.lsp.util.character_offset(bufnr, id.row, id.col, client.offset_encoding)
   local position = { line = id.row, character = character }
   local params = { textDocument = { uri = uri }, position = position }
-  local target, range, text
-  local pending = 2
-  local function finish()
-    pending = pending - 1
-    if pending > 0 then
-      return
+  local function hover(target, range)
+    local ok = client:request("textDocument/hover", params, function(err, result)
+      local text = not err and type(result) == "table" and M.hover_text(result.contents) or ""
+      local entry = { name = id.name, uri = target, range = range, text = text }
+      done(vim.trim(text) ~= "" and entry or nil)
+    end, bufnr)
+    if not ok then
+      done(nil)
     end
-    local useful = target and target ~= uri and text and vim.trim(text) ~= ""
-    done(useful and { name = id.name, uri = target, range = range, text = text } or nil)
   end
   local ok = client:request("textDocument/definition", params, function(err, result)
+    local target, range
     if not err then
       target, range = first_location(result)
     end
-    finish()
-  end, bufnr)
-  if not ok then
-    pending = pending - 1
-  end
-  if not client:supports_method("textDocument/hover", bufnr) then
-    finish()
-    return
-  end
-  ok = client:request("textDocument/hover", params, function(err, result)
-    if not err and type(result) == "table" then
-      text = M.hover_text(result.contents)
+    local elsewhere = target and range and target ~= uri
+    if elsewhere and client:supports_method("textDocument/hover", bufnr) then
+      hover(target, range)
+    else
+      done(nil)
     end
-    finish()
   end, bufnr)
   if not ok then
-    finish()
+    done(nil)
   end
 end
 
