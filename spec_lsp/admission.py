@@ -70,9 +70,11 @@ class _RefuseHttp:
     def __init__(self, connection: Guest) -> None:
         self._connection = connection
         self._first = True
+        self.silent = True  # nothing read yet: a connection closed at once is a probe
 
     def readline(self, limit: int = -1, /) -> bytes:
         line = self._connection.reader.readline(limit)
+        self.silent = self.silent and not line
         if self._first and line.strip():
             self._first = False
             if is_http_request(line):
@@ -142,10 +144,12 @@ async def admit_first(connection: Guest, token: str | None) -> bytes | None:
         if not first.done():
             first.set_result(body)
 
+    stream = _RefuseHttp(connection)
+
     def read() -> None:
         body = None
         with contextlib.suppress(OSError, ValueError):
-            body = read_first(_RefuseHttp(connection), MAX_FIRST_MESSAGE_BYTES)
+            body = read_first(stream, MAX_FIRST_MESSAGE_BYTES)
         with contextlib.suppress(RuntimeError):  # the loop may be gone already
             loop.call_soon_threadsafe(settle, body)
 
@@ -156,7 +160,9 @@ async def admit_first(connection: Guest, token: str | None) -> bytes | None:
         log.warning("refused %s: no initialize within %.0f s", connection.peer, ADMIT_TIMEOUT_S)
         return None
     admitted = None if body is None else admit(body, token)
-    if admitted is None and not connection.closed:
+    if admitted is None and stream.silent:  # an editor asking whether a server runs here
+        log.debug("%s closed without sending anything", connection.peer)
+    elif admitted is None and not connection.closed:
         log.warning(
             "refused %s: the first message was not an initialize with the token", connection.peer
         )

@@ -7,6 +7,7 @@ connected together, each opening the same URI with a text of its own.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,3 +170,19 @@ def test_with_idle_exit_the_server_ends_once_its_last_client_has_gone(tmp_path: 
         assert not path.exists()
     finally:
         shared.close()
+
+
+def test_a_connection_closed_at_once_is_a_probe_and_logged_as_no_refusal(
+    server: SharedServer,
+) -> None:
+    assert isinstance(server.address, tuple)
+    before = server.stderr_text().count("refused")
+    with socket.create_connection(server.address):
+        pass  # an editor asking whether a server answers here, as the editors' shared_server do
+    client = server.connect()
+    try:
+        client.initialize()  # served after it
+        assert client.result("spec-lsp/status")["state"] == "ready"
+    finally:
+        client.close()
+    assert server.stderr_text().count("refused") == before
