@@ -266,6 +266,25 @@ def on_curve(report: dict[str, Any], curve_json: str, context: str) -> None:
     report["summary"] = summarize(report["traces"], pieces, report["draft_step_ms"], exits)
 
 
+def session_prompts(paths: list[str], preset: str, count: int) -> list[str]:
+    """`count` of the prompts the server builds for the recorded sessions' requests (FIM, the
+    window and context a request gets: `prompt_churn`), evenly spread over them."""
+    import asyncio
+
+    from spec_lsp.benchmarks.prompt_churn import measure
+    from spec_lsp.config import Options
+    from spec_lsp.presets import load_preset
+    from spec_lsp.replay.format import read_session
+    from spec_lsp.worker import ModelInfo
+
+    p = load_preset(preset)
+    info = ModelInfo(preset=p.name, fim=p.fim, context_tokens=p.context_tokens)
+    options = Options(prefetch=False, partial_ms=0, short_window=0)
+    recorded = asyncio.run(measure([read_session(x) for x in paths], info, options, None))
+    step = max(1, len(recorded) // max(1, count))
+    return [prompt for _, prompt in recorded[step - 1 :: step]][:count]
+
+
 def measured(args: argparse.Namespace) -> dict[str, Any]:
     """Loads the preset and runs the study."""
     from spec_lsp.benchmarks.prompts import bench_prompts
@@ -277,7 +296,10 @@ def measured(args: argparse.Namespace) -> dict[str, Any]:
     if not isinstance(target, LeanDecoder):
         raise SystemExit(f"{args.preset}: the target runs {target.name}, not the lean forward")
     exits = [int(e) for e in args.exits.split(",")]
-    prompts = [engine.encode(p.text)[-args.context :] for p in bench_prompts(args.prompts)]
+    texts = [p.text for p in bench_prompts(args.prompts)]
+    if args.sessions:
+        texts = session_prompts(args.sessions, args.preset, args.prompts)
+    prompts = [engine.encode(text)[-args.context :] for text in texts]
     stop = set(engine.eos_ids)
     report = study(target, engine.forwards.draft, prompts, args.steps, exits, stop, reps=args.reps)
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -293,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exits", default="6,8,12,16", help="early exits (layers run)")
     parser.add_argument("--context", type=int, default=1024, help="prompt tokens kept")
     parser.add_argument("--reps", type=int, default=3, help="timings: best of")
+    parser.add_argument("--sessions", nargs="+", help="replay sessions: their requests' prompts")
     parser.add_argument("--random-weights", action="store_true", help="a smoke run")
     parser.add_argument("--json", help="write the report (with the traces) here")
     parser.add_argument("--from-json", help="project again from a report this command wrote")

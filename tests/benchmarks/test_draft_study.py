@@ -105,3 +105,10 @@ def test_a_saved_report_is_projected_again_over_another_verify_curve(
     assert "| layers 0-0 |" in out
     # acceptance 0.5, a free step: k = 2 emits 1.75 tokens a round for 1.2 passes
     assert "| 0.5 | 1.46x (k 2) |" in out
+
+
+def test_session_prompts_are_the_servers_fim_prompts_for_the_recorded_requests() -> None:
+    sessions = sorted(str(p) for p in (Path(__file__).parents[1] / "sessions").glob("*.jsonl"))
+    prompts = draft_study.session_prompts(sessions, "coder", 3)
+    assert len(prompts) == 3
+    assert all(p.startswith("<|fim_prefix|>") and "<|fim_middle|>" in p for p in prompts)
