@@ -20,10 +20,26 @@ def server_command(preset: str) -> list[str]:
     return [sys.executable, "-m", "spec_lsp.cli", "serve", "--preset", preset]
 
 
+def accept_registrations(client: LanguageClient) -> list[types.Registration]:
+    """Answers `client/registerCapability` as the editor whose capabilities the client declares
+    does (VS Code registers the file watcher the server asks for), keeping the registrations;
+    a handler the test registered itself stays."""
+    kept: list[types.Registration] = getattr(client, "registrations", [])
+    if types.CLIENT_REGISTER_CAPABILITY not in client.protocol.fm.features:
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def on_register(params: types.RegistrationParams) -> None:
+            kept.extend(params.registrations)
+
+        client.registrations = kept  # type: ignore[attr-defined]
+    return kept
+
+
 async def start_session(
     client: LanguageClient, spec: str, options: dict[str, Any] | None = None
 ) -> types.InitializeResult:
     caps = client_capabilities(spec)
+    accept_registrations(client)
     result = await client.initialize_session(
         types.InitializeParams(capabilities=caps, initialization_options=options or {})
     )

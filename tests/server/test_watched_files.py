@@ -18,14 +18,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
     config=ClientServerConfig(server_command=server_command("tiny")), params=CLIENTS
 )
 async def watched(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> Any:
-    registered: list[types.Registration] = []
-
-    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def on_register(params: types.RegistrationParams) -> None:
-        registered.extend(params.registrations)
-
-    lsp_client.spec, lsp_client.registered = request.param, registered  # type: ignore[attr-defined]
-    await start_session(lsp_client, request.param)
+    lsp_client.spec = request.param  # type: ignore[attr-defined]
+    await start_session(lsp_client, request.param)  # it answers and keeps the registrations
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), REQUEST_TIMEOUT_S)
 
@@ -35,7 +29,7 @@ async def test_source_file_changes_are_asked_for_where_the_client_can_register(
 ) -> None:
     # Sent while `initialized` is handled, before any answer to the status requests that
     # `start_session` waited on: it has arrived if it was sent.
-    client, registered = watched.spec, watched.registered  # type: ignore[attr-defined]
+    client, registered = watched.spec, watched.registrations  # type: ignore[attr-defined]
     methods = [r.method for r in registered]
     if client.startswith("neovim"):  # dynamicRegistration false for watched files
         assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES not in methods
