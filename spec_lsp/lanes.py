@@ -9,8 +9,10 @@ first, and a window that went quiet waits behind it, whenever its jobs were queu
 
 Nothing here cancels a job. A client's stale work is superseded and cancelled by that client's own
 edits (`completion/live.py`, per document of that client); another client's keystrokes only move
-ahead of it in this order. A job already running is never interrupted for another lane: the
-newest keystroke waits for it (a completion's generation, or one short pass of idle work).
+ahead of it in this order. A job already running is not interrupted for another lane, except idle
+work no one waits for (a warm-up), which the worker stops within a pass (`InferenceWorker.touch`):
+the newest keystroke waits for a running completion's generation, never for another window's
+warm-up.
 
 It knows nothing of what a job is, of clients or of LSP; the clock is injected, so the order is a
 pure function of the calls (tests/test_lanes.py).

@@ -254,10 +254,6 @@ class InferenceWorker:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
-    def is_alive(self) -> bool:
-        """Whether the worker thread still runs (until `stop`, or a KeyboardInterrupt in a job)."""
-        return self._thread.is_alive()
-
     # -- the worker thread ----------------------------------------------------------------
     def _put(self, run: Callable[[], None], drop: Callable[[], None], lane: Hashable) -> None:
         if self._stopping or not self._queue.put(lane, (run, drop)):

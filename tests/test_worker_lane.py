@@ -13,8 +13,8 @@ import threading
 
 from spec_lsp.completion import CompletionService
 from spec_lsp.config import Options
-from spec_lsp.engine.api import GenerationRequest, GenerationResult
-from spec_lsp.worker import InferenceWorker, ModelInfo
+from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
+from spec_lsp.worker import InferenceWorker, Job, ModelInfo
 from spec_lsp.worker_lane import WorkerLane
 from tests.fakes import (
     URI,
@@ -160,4 +160,25 @@ async def test_a_lane_names_the_documents_of_a_generation_it_runs_through_a_call
     WorkerLane(worker, "c7").call(run)
     await wait_event(done)
     assert seen == [f"c7|{URI}"]
+    worker.stop()
+
+
+async def test_another_clients_keystroke_stops_idle_work_but_never_a_waited_generation() -> None:
+    backend = ScriptedBackend("abcdefgh")
+    worker = shared_worker(backend)
+    quiet, typing = WorkerLane(worker, "c1"), WorkerLane(worker, "c2")
+    for idle in (True, False):  # a warm-up no one waits for, then a request's generation
+        backend.started.clear()
+        request = GenerationRequest("p", doc_id=URI, cancel=CancelToken(), idle=idle)
+        job = Job(request, asyncio.get_running_loop().create_future())
+        quiet.submit(job)
+        await wait_event(backend.started)
+        quiet.touch()  # its own client: nothing stops
+        assert request.cancel is not None and not request.cancel.cancelled
+        typing.touch()  # another client's keystroke
+        assert request.cancel.cancelled is idle
+        backend.free_running = True
+        backend.step.release()
+        await asyncio.wait_for(job.future, WAIT_S)
+        backend.free_running = False
     worker.stop()
