@@ -165,6 +165,7 @@ class InferenceWorker:
         self.trims = 0
         self.failures = 0  # jobs that ended on an error (the thread went on)
         self._stopping = False  # set by `stop`: queued jobs are answered, not run
+        self._running: tuple[Hashable, Job] | None = None  # the generation running, its lane
         self._thread.start()
 
     # -- called from the event loop -------------------------------------------------------
@@ -210,7 +211,7 @@ class InferenceWorker:
 
     def submit(self, job: Job, lane: Hashable = None) -> None:
         """Queues a generation at the end of `lane`."""
-        self._put(lambda: self._generate(job), lambda: self._resolve(job, _cancelled()), lane)
+        self._put(lambda: self._generate(job, lane), lambda: self._resolve(job, _cancelled()), lane)
 
     def call(
         self, fn: Callable[[Backend], Any], frees_memory: bool = False, lane: Hashable = None
@@ -228,8 +229,13 @@ class InferenceWorker:
         self._put(job, lambda: None, lane)
 
     def touch(self, lane: Hashable = None) -> None:
-        """`lane`'s client edited or asked for a completion: its queued jobs go first."""
+        """`lane`'s client edited or asked for a completion: its queued jobs go first, and idle
+        work of another lane running now (a warm-up no one waits for) stops within a pass. A
+        generation someone waits for is never cancelled by another lane."""
         self._queue.touch(lane)
+        running = self._running
+        if running is not None and running[0] != lane and running[1].request.idle:
+            running[1].cancel()
 
     def forget_lane(self, lane: Hashable) -> None:
         """`lane`'s client has gone; what it left queued runs after every live client's."""
@@ -253,6 +259,10 @@ class InferenceWorker:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        """Whether the worker thread still runs (until `stop`, or a KeyboardInterrupt in a job)."""
+        return self._thread.is_alive()
 
     # -- the worker thread ----------------------------------------------------------------
     def _put(self, run: Callable[[], None], drop: Callable[[], None], lane: Hashable) -> None:
@@ -289,7 +299,14 @@ class InferenceWorker:
         for task in self._queue.drain():
             task[1]()
 
-    def _generate(self, job: Job) -> None:
+    def _generate(self, job: Job, lane: Hashable = None) -> None:
+        self._running = (lane, job)
+        try:
+            self._generate_now(job)
+        finally:
+            self._running = None
+
+    def _generate_now(self, job: Job) -> None:
         request = job.request
         job.started = time.perf_counter()
         backend = self.backend
