@@ -43,3 +43,16 @@ def test_the_check_finds_an_image_relative_to_the_wrong_folder() -> None:
     nvim = ROOT / "editors" / "nvim" / "README.md"
     assert broken_links(nvim, "![x](docs/nvim-ghost-text.png)") == ["docs/nvim-ghost-text.png"]
     assert broken_links(nvim, "![x](../../docs/nvim-ghost-text.png) [a](#b) [c](https://x)") == []
+
+
+def test_the_vscode_readme_links_nowhere_outside_the_extension() -> None:
+    """The .vsix carries editors/vscode/README.md alone, and vsce refuses to pack a relative
+    link without a repository to rewrite it against (`make vsix` failed on one): web
+    addresses and anchors only."""
+    path = ROOT / "editors" / "vscode" / "README.md"
+    relative = [
+        target
+        for target in LINK.findall(path.read_text(encoding="utf-8"))
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", target) and not target.startswith("#")
+    ]
+    assert relative == []
