@@ -24,11 +24,11 @@ from typing import IO, Any
 
 from spec_lsp.benchmarks.repo_client import ROWS, Asked, all_rows
 from spec_lsp.benchmarks.repo_editor import OPEN_FILES
-from spec_lsp.benchmarks.repo_holes import Hole, mine, read
+from spec_lsp.benchmarks.repo_holes import RepoHole, mine, read
 from spec_lsp.benchmarks.repo_packages import (
     PACKAGES,
     PackageError,
-    Source,
+    PackageTree,
     cache_dir,
     local,
     prepare,
@@ -42,7 +42,7 @@ LLAMA_ROW = "llama_server_ring"
 
 
 @dataclass(frozen=True)
-class Plan:
+class RepoRun:
     """What one run asks: where, how many, which rows, with what."""
 
     preset: str = "coder"
@@ -59,7 +59,7 @@ class Plan:
     gguf: Path | None = None
 
 
-def server_options(plan: Plan) -> dict[str, Any]:
+def server_options(plan: RepoRun) -> dict[str, Any]:
     """The settings every row shares: one request per document (no prefetch), the full window
     (no short cold-file window: every request here is a file's first), `maxTokens` capping a
     whole block's answer too."""
@@ -71,7 +71,7 @@ def server_options(plan: Plan) -> dict[str, Any]:
     }
 
 
-def sources(names: list[str], folders: list[Path], log: IO[str]) -> list[Source]:
+def sources(names: list[str], folders: list[Path], log: IO[str]) -> list[PackageTree]:
     """The folders given, else the default packages named (all when none is), fetched."""
     if folders:
         return [local(folder.resolve()) for folder in folders]
@@ -89,16 +89,16 @@ class Scorer:
         self.judge, self.log = judge, log
         self.runnable: dict[str, bool] = {}
         self.scores: dict[str, list[Score]] = {}
-        self.sources: dict[str, Source] = {}
+        self.sources: dict[str, PackageTree] = {}
 
-    def add_source(self, source: Source, registry: bool) -> None:
+    def add_source(self, source: PackageTree, registry: bool) -> None:
         self.sources[source.label] = source
         ok = self.judge is not None and bool(source.tests) and bool(source.code)
         if ok and self.judge is not None:
             ok = self.judge.runnable(source, registry)
         self.runnable[source.label] = ok
 
-    def __call__(self, row: str, hole: Hole, asked: Asked) -> None:
+    def __call__(self, row: str, hole: RepoHole, asked: Asked) -> None:
         source = self.sources[hole.package]
         original = read(source.root, hole.path)
         passed = None
@@ -113,7 +113,9 @@ class Scorer:
         print("row", json.dumps({"row": row, **asdict(s)}), file=self.log, flush=True)
 
 
-def _server_rows(plan: Plan, work: list[tuple[Source, list[Hole]]], scorer: Scorer) -> list[str]:
+def _server_rows(
+    plan: RepoRun, work: list[tuple[PackageTree, list[RepoHole]]], scorer: Scorer
+) -> list[str]:
     """The server's rows from one server; the messages it showed."""
     cmd = default_server_cmd(plan.preset) + ["--device", plan.device, "--log-level", "WARNING"]
     rows = [r for r in ROWS if r in plan.rows]
@@ -130,14 +132,14 @@ def _server_rows(plan: Plan, work: list[tuple[Source, list[Hole]]], scorer: Scor
 
 
 def run_repo(
-    plan: Plan, names: list[str], folders: list[Path], log: IO[str] = sys.stderr
+    plan: RepoRun, names: list[str], folders: list[Path], log: IO[str] = sys.stderr
 ) -> dict[str, Any]:
     """The whole report (see the module's doc)."""
     if plan.threads is not None:
         os.environ["OMP_NUM_THREADS"] = str(plan.threads)  # the server's torch threads
     judge = Judge(plan.timeout_s, cache_dir() / "pristine.json") if plan.tests else None
     scorer = Scorer(judge, log)
-    work: list[tuple[Source, list[Hole]]] = []
+    work: list[tuple[PackageTree, list[RepoHole]]] = []
     for source in sources(names, folders, log):
         holes = mine(source, plan.holes, plan.seed)
         scorer.add_source(source, registry=not folders)
@@ -177,7 +179,9 @@ def common(scores: dict[str, list[Score]]) -> dict[str, Any]:
     return {row: summarize([s for s in mine if s.hole in shared]) for row, mine in scores.items()}
 
 
-def _llama(plan: Plan, work: list[tuple[Source, list[Hole]]], scorer: Scorer, log: IO[str]) -> None:
+def _llama(
+    plan: RepoRun, work: list[tuple[PackageTree, list[RepoHole]]], scorer: Scorer, log: IO[str]
+) -> None:
     if plan.llama_server != "auto" or LLAMA_ROW not in plan.rows:
         return
     if plan.gguf is None:
@@ -189,7 +193,7 @@ def _llama(plan: Plan, work: list[tuple[Source, list[Hole]]], scorer: Scorer, lo
     llama_rows(work, plan.gguf, threads, plan.max_tokens, plan.open_files, scorer, log)
 
 
-def _package(source: Source, holes: list[Hole], scorer: Scorer) -> dict[str, Any]:
+def _package(source: PackageTree, holes: list[RepoHole], scorer: Scorer) -> dict[str, Any]:
     return {
         "label": source.label,
         "license": source.license,
@@ -199,7 +203,7 @@ def _package(source: Source, holes: list[Hole], scorer: Scorer) -> dict[str, Any
     }
 
 
-def _per_package(scorer: Scorer, work: list[tuple[Source, list[Hole]]]) -> dict[str, Any]:
+def _per_package(scorer: Scorer, work: list[tuple[PackageTree, list[RepoHole]]]) -> dict[str, Any]:
     """Exact match per package and row."""
     out: dict[str, Any] = {}
     for source, _ in work:
@@ -249,7 +253,7 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(plan: Plan, names: list[str], folders: list[Path], json_path: str | None) -> int:
+def main(plan: RepoRun, names: list[str], folders: list[Path], json_path: str | None) -> int:
     """Runs the bench, prints its table, writes the JSON report when asked; 1 on an error that
     stops it (what went wrong, on stderr)."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from spec_lsp.benchmarks.repo_editor import context_files, edit_plan, opened
-from spec_lsp.benchmarks.repo_holes import Hole, read
-from spec_lsp.benchmarks.repo_packages import Source
+from spec_lsp.benchmarks.repo_holes import RepoHole, read
+from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.replay.client import LspClient
 from spec_lsp.replay.document import offset_of, position_of
 from spec_lsp.replay.handshake import client_capabilities, wait_ready
@@ -104,8 +104,8 @@ async def initialize(client: LspClient, roots: list[Path], options: dict[str, An
 
 async def ask(
     client: LspClient,
-    source: Source,
-    hole: Hole,
+    source: PackageTree,
+    hole: RepoHole,
     texts: dict[str, str],
     edits_on: bool,
     open_files: int,
@@ -152,12 +152,12 @@ async def configure(client: LspClient, options: dict[str, Any], was: str, row: s
 
 
 async def all_rows(
-    work: list[tuple[Source, list[Hole]]],
+    work: list[tuple[PackageTree, list[RepoHole]]],
     rows: list[str],
     server_cmd: list[str],
     options: dict[str, Any],
     log: IO[bytes],
-    done: Callable[[str, Hole, Asked], None],
+    done: Callable[[str, RepoHole, Asked], None],
     open_files: int,
 ) -> list[str]:
     """Every row's answers at every hole, from one server, each told to `done(row, hole,

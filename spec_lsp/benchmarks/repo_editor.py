@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from spec_lsp.benchmarks.repo_holes import Hole
-from spec_lsp.benchmarks.repo_packages import Source
+from spec_lsp.benchmarks.repo_holes import RepoHole
+from spec_lsp.benchmarks.repo_packages import PackageTree
 
 OPEN_FILES = 8
 CHUNK_LINES = 64  # llama.vscode's ring chunk: a file's first lines, as the server notes at open
@@ -47,7 +47,7 @@ class Opened:
     text: str
 
 
-def context_files(source: Source, hole: Hole, open_files: int = OPEN_FILES) -> list[str]:
+def context_files(source: PackageTree, hole: RepoHole, open_files: int = OPEN_FILES) -> list[str]:
     """The other files to open, in opening order (the most wanted last)."""
     folder = str(PurePosixPath(hole.path).parent)
     ranked = [*hole.imports, *hole.file_imports]
@@ -75,7 +75,7 @@ def previous_line(document: str, offset: int) -> int | None:
     return None
 
 
-def edit_plan(hole: Hole, texts: dict[str, str], document: str) -> list[LineEdit]:
+def edit_plan(hole: RepoHole, texts: dict[str, str], document: str) -> list[LineEdit]:
     """The recent edits sent before the request (see the module's doc), in the order sent."""
     edits: list[LineEdit] = []
     source = hole.imports[0] if hole.imports else None
@@ -97,7 +97,7 @@ def without_line(text: str, row: int) -> str:
 
 
 def opened(
-    files: list[str], texts: dict[str, str], hole: Hole, document: str, edits: list[LineEdit]
+    files: list[str], texts: dict[str, str], hole: RepoHole, document: str, edits: list[LineEdit]
 ) -> list[Opened]:
     """The files as opened, the hole's last: a file with a pending edit has its line emptied."""
     out: list[Opened] = []

@@ -1,15 +1,15 @@
 """The holes of `bench repo`: statements that use a name imported from another file of the same
 package, found with tree-sitter, as CrossCodeEval and ExecRepoBench cut theirs.
 
-For each file of a package's own code (`repo_packages.Source.code`), its imports are resolved to
-files of the package (`from .core import f`, `from pkg.core import f`, `from . import core`,
+For each file of a package's own code (`repo_packages.PackageTree.code`), its imports are resolved
+to files of the package (`from .core import f`, `from pkg.core import f`, `from . import core`,
 `import pkg.core as c`; relative to the file's folder, absolute from the package's root or its
-`src/`); a name counts when it resolves to another file of the package. A candidate hole is a
-simple statement (an expression, an assignment, `return`, `assert`, `raise`, `del`) of at most
-`MAX_LINES` lines, not an import, in which such a name is used as a value (not the attribute of
-another object, not a keyword argument's name): the hole starts at that name's first use and
-runs to the statement's end, so what precedes it on the line stays as written (CrossCodeEval's
-cut). The document at the hole is the file with that text removed, the cursor where it was.
+`src/`); a name counts when it resolves to another file of the package. A candidate hole is a simple
+statement (an expression, an assignment, `return`, `assert`, `raise`, `del`) of at most `MAX_LINES`
+lines, not an import, in which such a name is used as a value (not the attribute of another object,
+not a keyword argument's name): the hole starts at that name's first use and runs to the statement's
+end, so what precedes it on the line stays as written (CrossCodeEval's cut). The document at the
+hole is the file with that text removed, the cursor where it was.
 
 Sampling is deterministic: per package, each file's candidates are shuffled with a generator
 seeded by (seed, package, file), the files too, and holes are taken one file at a time in turn
@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from tree_sitter import Node
 
-from spec_lsp.benchmarks.repo_packages import Source
+from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.syntax.languages import new_parser, spec_for
 
 MAX_LINES = 3  # a hole's statement spans at most this many lines
@@ -39,7 +39,7 @@ STATEMENTS = frozenset(
 
 
 @dataclass(frozen=True)
-class Hole:
+class RepoHole:
     """A hole in `path` of package `package`: characters `start`..`end` of the file's text are
     `expected`; `names` are the imported names it uses; `imports` the package files they come
     from, `file_imports` all the package files its file imports (paths relative to the
@@ -67,7 +67,7 @@ class Hole:
         return text[: self.start] + answer + text[self.end :]
 
 
-def module_files(source: Source) -> dict[str, str]:
+def module_files(source: PackageTree) -> dict[str, str]:
     """Dotted module name -> file, for the package's code (`src/` is no part of a name)."""
     out: dict[str, str] = {}
     for path in source.code:
@@ -146,7 +146,7 @@ def _is_value(node: Node) -> bool:
     return not (parent.type == "keyword_argument" and parent.child_by_field_name("name") == node)
 
 
-def candidates(source: Source, path: str, text: str) -> list[Hole]:
+def candidates(source: PackageTree, path: str, text: str) -> list[RepoHole]:
     """Every hole of one file, in document order."""
     parser = new_parser(spec_for("python"))
     if parser is None:
@@ -154,7 +154,7 @@ def candidates(source: Source, path: str, text: str) -> list[Hole]:
     data = text.encode("utf-8", "surrogatepass")
     root = parser.parse(data).root_node
     names = imported_names(root, path, module_files(source))
-    holes: list[Hole] = []
+    holes: list[RepoHole] = []
     for node in _walk(root):
         if node.type not in STATEMENTS or node.end_point[0] - node.start_point[0] >= MAX_LINES:
             continue
@@ -171,13 +171,13 @@ def candidates(source: Source, path: str, text: str) -> list[Hole]:
         found = tuple(dict.fromkeys(_text(n) for n in used))
         imports = tuple(dict.fromkeys(names[n] for n in found))
         every = tuple(sorted(set(names.values())))
-        holes.append(Hole(source.label, path, start, end, expected, found, imports, every))
+        holes.append(RepoHole(source.label, path, start, end, expected, found, imports, every))
     return holes
 
 
-def mine(source: Source, limit: int, seed: int = 0) -> list[Hole]:
+def mine(source: PackageTree, limit: int, seed: int = 0) -> list[RepoHole]:
     """Up to `limit` holes of the package, spread over its files (see the module's doc)."""
-    per_file: list[list[Hole]] = []
+    per_file: list[list[RepoHole]] = []
     for path in source.code:
         text = read(source.root, path)
         found = candidates(source, path, text)
@@ -185,7 +185,7 @@ def mine(source: Source, limit: int, seed: int = 0) -> list[Hole]:
         if found:
             per_file.append(found)
     random.Random(f"{seed}:{source.label}").shuffle(per_file)
-    chosen: list[Hole] = []
+    chosen: list[RepoHole] = []
     while per_file and len(chosen) < limit:
         for found in list(per_file):
             chosen.append(found.pop())

@@ -21,8 +21,8 @@ from urllib.error import HTTPError
 
 from spec_lsp.benchmarks.repo_client import Asked
 from spec_lsp.benchmarks.repo_editor import context_files, ring_chunks
-from spec_lsp.benchmarks.repo_holes import Hole, read
-from spec_lsp.benchmarks.repo_packages import Source
+from spec_lsp.benchmarks.repo_holes import RepoHole, read
+from spec_lsp.benchmarks.repo_packages import PackageTree
 
 PREFIX_LINES = 256  # llama.vscode's n_prefix
 SUFFIX_LINES = 64  # and n_suffix
@@ -30,7 +30,7 @@ REQUEST_TIMEOUT_S = 3600.0  # a 4,000-token prompt took ~10 minutes on the busy 
 
 
 def infill_body(
-    hole: Hole, texts: dict[str, str], files: list[str], n_predict: int
+    hole: RepoHole, texts: dict[str, str], files: list[str], n_predict: int
 ) -> dict[str, Any]:
     """The `/infill` request at `hole`, as llama.vscode builds it."""
     document = hole.document(texts[hole.path])
@@ -50,12 +50,12 @@ def infill_body(
 
 
 def llama_rows(
-    work: list[tuple[Source, list[Hole]]],
+    work: list[tuple[PackageTree, list[RepoHole]]],
     gguf: Path,
     threads: int,
     n_predict: int,
     open_files: int,
-    done: Callable[[str, Hole, Asked], None],
+    done: Callable[[str, RepoHole, Asked], None],
     log: IO[str],
 ) -> list[Asked] | None:
     """The answers at every hole, packages in order; None without a binary or on failure."""

@@ -9,8 +9,8 @@ saying what it downloads and its size, checks the sha256, and unpacks it under t
 from the unpacked `PKG-INFO` and a package that does not say a permissive one is refused.
 
 `LocalPackage` stands for a folder already on disk (`--source DIR`: a project being worked on, or
-the tests' synthetic package): nothing is fetched. Both give a `Source`: where the unpacked tree
-is, and its files split into the package's own code and its tests.
+the tests' synthetic package): nothing is fetched. Both give a `PackageTree`: where the unpacked
+tree is, and its files split into the package's own code and its tests.
 
 It knows nothing of holes, servers or models.
 """
@@ -96,7 +96,7 @@ PACKAGES: tuple[Package, ...] = (
 
 
 @dataclass(frozen=True)
-class Source:
+class PackageTree:
     """An unpacked package: its root folder, its own code and its tests (paths relative to
     `root`, `/`-separated, sorted)."""
 
@@ -204,14 +204,14 @@ def split_files(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(code), tuple(tests)
 
 
-def prepare(package: Package, cache: Path, say: Say) -> Source:
+def prepare(package: Package, cache: Path, say: Say) -> PackageTree:
     """The package fetched (when not cached), checked, unpacked and its files split."""
     root = unpack(fetch(package, cache, say), cache / "src")
     code, tests = split_files(root)
-    return Source(package.label, root, code, tests, licence(root), package.ignore)
+    return PackageTree(package.label, root, code, tests, licence(root), package.ignore)
 
 
-def local(root: Path) -> Source:
+def local(root: Path) -> PackageTree:
     """A folder on disk as a package (its licence not checked: it is the user's own)."""
     code, tests = split_files(root)
-    return Source(root.name, root, code, tests, "local")
+    return PackageTree(root.name, root, code, tests, "local")

@@ -29,7 +29,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass(frozen=True)
 class Score:
-    hole: str  # Hole.key
+    hole: str  # RepoHole.key
     answer: str  # the whole suggestion, as inserted
     exact: bool
     similarity: float

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spec_lsp.benchmarks.fim_exec import Outcome, run_program
-from spec_lsp.benchmarks.repo_packages import Source
+from spec_lsp.benchmarks.repo_packages import PackageTree
 
 RUNNER = """\
 import os, shutil, sys
@@ -60,7 +60,7 @@ class Judge:
     _local: dict[str, bool] = field(default_factory=dict)  # folders on disk: not remembered
     _verdicts: dict[str, bool] = field(default_factory=dict)
 
-    def runnable(self, source: Source, remember: bool = True) -> bool:
+    def runnable(self, source: PackageTree, remember: bool = True) -> bool:
         """Whether the package's tests pass as shipped (its first file written back as is);
         remembered in `memory` when `remember` (a registry package: the same files next time)."""
         known = self._load() if remember else self._local
@@ -80,7 +80,7 @@ class Judge:
                 self.memory.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
         return known[label]
 
-    def passes(self, source: Source, path: str, original: str, filled: str) -> bool:
+    def passes(self, source: PackageTree, path: str, original: str, filled: str) -> bool:
         """Whether the package's tests pass with `path` holding `filled` instead of `original`."""
         if filled == original:
             return True

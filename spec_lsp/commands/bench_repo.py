@@ -55,7 +55,7 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 
 def cmd_repo(args: argparse.Namespace) -> int:
-    from spec_lsp.benchmarks.repo import Plan, main
+    from spec_lsp.benchmarks.repo import RepoRun, main
     from spec_lsp.benchmarks.repo_packages import PACKAGES, cache_dir
 
     if args.list:
@@ -67,7 +67,7 @@ def cmd_repo(args: argparse.Namespace) -> int:
     if unknown := set(rows) - set(ROW_NAMES):
         print(f"spec-lsp bench repo: unknown rows {sorted(unknown)}", file=sys.stderr)
         return 2
-    plan = Plan(
+    plan = RepoRun(
         preset=args.preset,
         rows=rows,
         holes=args.holes,

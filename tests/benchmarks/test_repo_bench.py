@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from spec_lsp.benchmarks.repo import Plan, run_repo
+from spec_lsp.benchmarks.repo import RepoRun, run_repo
 from spec_lsp.replay.document import ReplayDocument
 from spec_lsp.replay.framing import encode, read_frame
 from tests.benchmarks.repo_fixture import REPORT_HOLES, write_package
@@ -78,7 +78,7 @@ def test_every_row_is_exact_against_an_oracle_server(tmp_path: Path, monkeypatch
     code += "from tests.benchmarks.test_repo_bench import oracle_main; oracle_main()"
     monkeypatch.setattr(repo, "default_server_cmd", lambda _preset: [sys.executable, "-c", code])
     root = write_package(tmp_path)
-    plan = Plan(preset="oracle", rows=ROWS, holes=20, tests=False, llama_server="off")
+    plan = RepoRun(preset="oracle", rows=ROWS, holes=20, tests=False, llama_server="off")
     report = run_repo(plan, [], [root], log=sys.stderr)
     assert [p["holes"] for p in report["packages"]] == [len(REPORT_HOLES)]
     assert list(report["rows"]) == list(ROWS)
@@ -120,7 +120,7 @@ def test_a_run_cut_short_reports_its_answers_and_the_rows_on_common_holes(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(repo, "_server_rows", cut_short)
-    plan = Plan(preset="none", rows=("ring", "in_file"), holes=20, tests=False)
+    plan = RepoRun(preset="none", rows=("ring", "in_file"), holes=20, tests=False)
     report = run_repo(plan, [], [write_package(tmp_path)], log=sys.stderr)
     assert report["interrupted"] is True
     assert report["rows"]["ring"]["holes"] == len(REPORT_HOLES)
