@@ -9,7 +9,8 @@
   alternative, prefetch, warm-up), superseded, waited for and settled;
 - arrivals.py (stale-by-version, debounce), reuse.py (typing through, the answer cache),
   feedback.py (shown and accepted suggestions), history.py (recent edits), neighbours.py (other
-  files' chunks), repo.py (definitions and other documents' edits in the prompt) and
+  files' chunks), repo.py (definitions and other documents' edits in the prompt),
+  editor_definitions.py (the definitions an editor's other language servers sent) and
   syntax_port.py (the one door to the syntax layer).
 Nothing here imports pygls, torch or tree_sitter.
 """

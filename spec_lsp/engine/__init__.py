@@ -4,7 +4,8 @@ The speculative core, at the top:
 
 - `api`: the torch-free contract (request, result, stats, `StopFn`, `Backend`, `CancelToken`).
 - `engine`: the loop around a short `speculative_step` (draft -> verify -> accept); `options`:
-  its knobs (`EngineOptions`); `decoding`: one generation's state and stop conditions.
+  its knobs (`EngineOptions`); `decoding`: one generation's state and stop conditions;
+  `proposal`: what a drafter proposes (`Proposal`, the `Drafter` protocol).
 - `drafters`, `verify`, `gate`, `timing`: proposals (n-gram lookup, a draft model or head, the copy
   drafter of speculative edits), the accept/reject math, whether and how far a round drafts, priced
   on the target's measured pass costs.
@@ -14,8 +15,8 @@ The speculative core, at the top:
 - `forward`, `lean`: the one forward seam and the lean decoder forward a keystroke's pass runs.
 - `head`, `draft_model`, `draft_vocab`: the distilled draft architectures (`spec_lsp.distill`
   trains them) and a draft's output layer over part of the vocabulary.
-- `loading`, `weight_formats`, `from_source`, `vocabulary`, `progress`: a target and draft put
-  together from a `LoadSpec` of plain values (the app builds it from its presets:
+- `loading`, `load_spec`, `weight_formats`, `from_source`, `vocabulary`, `progress`: a target
+  and draft put together from a `LoadSpec` of plain values (the app builds it from its presets:
   `presets.load_preset_engine`), the format their layers run in, a model or tokenizer loaded from
   a source string, what the engine reads of a vocabulary, a load's progress.
 

@@ -4,6 +4,8 @@
 - `region.py`: the editable region around the cursor and the file's lines around it.
 - `formats.py`: prompt formats per model family (qwen-chat, sweep, zeta).
 - `edits.py`: old and new region to the smallest document edits; which one to show.
+- `early.py`: the first edit answered while the rewrite goes on, once the rewrite is back on the
+  old text after it.
 - `stats.py`: the counters `spec-lsp/stats` reports as `nextEdit`.
 - `wire.py`: Copilot's `textDocument/copilotInlineEdit` shape, parsed and written as JSON.
 
