@@ -38,7 +38,11 @@ def fake() -> Iterator[FakeEngine]:
 
 
 async def service_on(
-    fake: FakeEngine, fim: str = "qwen", prefetch: bool = False, clock: Clock | None = None
+    fake: FakeEngine,
+    fim: str = "qwen",
+    prefetch: bool = False,
+    clock: Clock | None = None,
+    definitions: bool = True,
 ) -> CompletionService:
     """The service and its backend on one `clock` (a pause, the back-off: `clock.advance`)."""
     clock = clock or Clock()
@@ -46,7 +50,7 @@ async def service_on(
     worker = InferenceWorker(asyncio.get_running_loop())
     info = ModelInfo(preset="remote", device="remote", fim=fim, context_tokens=2048)
     worker.backend, worker.state, worker.info = connect(spec, clock), "ready", info
-    options = Options(max_tokens=32, prefetch=prefetch)
+    options = Options(max_tokens=32, prefetch=prefetch, definitions=definitions)
     service = CompletionService(worker, options, PlainSyntax(), clock=clock)
     service.model_ready()
     return service
@@ -60,8 +64,10 @@ async def keystroke(service: CompletionService, version: int, ch: str) -> str:
 
 
 async def test_other_files_go_as_input_extra_in_a_stable_order(fake: FakeEngine) -> None:
+    """The ring's chunks (the symbol index's definitions off: they go as chunks of their own,
+    `tests/completion/test_repo_context.py`)."""
     clock = Clock()
-    service = await service_on(fake, clock=clock)
+    service = await service_on(fake, clock=clock, definitions=False)
     service.did_open(SHAPES, "python", 1, SHAPES_TEXT)
     service.did_open(MAIN, "python", 1, MAIN_TEXT)
     await service.complete(MAIN, *end(service, MAIN), "utf-16")  # the first request: a pause
