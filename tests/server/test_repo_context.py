@@ -103,8 +103,9 @@ def test_an_added_workspace_folder_is_indexed_and_a_removed_ones_files_leave(
     uri = (prompts.parent / "ws" / "main.py").as_uri()
     text = "from units import to_metres\n\nx = to_metres("
     deadline, version = time.monotonic() + 60, 1
-    while True:  # the added folder is indexed in the background
-        ask(server, uri, text, version)
+    while True:  # the added folder is indexed in the background, while the user types on
+        blank = "\n" * (1 + version % 2)  # an edit before each pause, as typing makes one
+        ask(server, uri, text.replace("\n\n", blank, 1), version)
         version += 1
         if "def to_metres" in last_prompt(prompts) or time.monotonic() > deadline:
             break
