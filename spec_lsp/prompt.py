@@ -122,10 +122,17 @@ class _Anchor:
     suffix: str
 
 
-def indentation_lead(line_before_cursor: str) -> str:
-    """The last character of an indentation-only line before the cursor ("" otherwise)."""
+def typed_lead(line_before_cursor: str) -> str:
+    """The blank a prompt ending in the cursor's typed line leaves out ("" for none): the last
+    character of an indentation-only line, or the one space typed after code (`return `,
+    `x = `). Tokenizers join a word to the space before it (` return`, ` x`), so a prompt that
+    ends in the space asks for the word without its space, a split the model rarely saw; it
+    answers with a comment or a second space instead. Left out, the model writes the space
+    itself (the completion must begin with it: `unlead`)."""
     if line_before_cursor and not line_before_cursor.strip(" \t"):
         return line_before_cursor[-1]
+    if line_before_cursor.endswith(" ") and not line_before_cursor[-2:-1].isspace():
+        return " "
     return ""
 
 
@@ -178,7 +185,7 @@ class PromptBuilder:
             cut = len(self._anchor(doc_id, start, window, col, suffix, remember).before)
             window, middle = window[:cut], window[cut:]
         # The lead comes off whatever typed text ends the prompt (the window, or a PSM middle).
-        lead = indentation_lead(lines[row][:col]) if layout == "prefix" or middle else ""
+        lead = typed_lead(lines[row][:col]) if layout == "prefix" or middle else ""
         if layout == "psm":
             middle = middle[: len(middle) - len(lead)]
         else:

@@ -43,7 +43,7 @@ def test_the_prefix_window_fits_the_budget_and_starts_on_a_line() -> None:
 def test_context_is_added_only_when_the_window_does_not_start_at_the_top() -> None:
     builder = PromptBuilder("none", context_tokens=128, max_new_tokens=16)
     short = builder.build("a", ["x = 1", "y = "], 1, 4, context="import os")
-    assert short.text == "x = 1\ny = " and not short.context_used
+    assert (short.text, short.lead) == ("x = 1\ny =", " ") and not short.context_used
     long = builder.build("b", _lines(1000), 999, 3, context="import os")
     assert long.context_used and long.text.startswith("import os\n")
 
@@ -74,9 +74,21 @@ def test_after_indentation_only_a_prompt_ending_in_typed_text_leaves_the_last_bl
     assert at_start.text == "<|fim_prefix|>def f(x):\n<|fim_suffix|><|fim_middle|>"
 
 
-def test_blanks_after_code_on_the_line_or_at_column_0_are_kept_in_the_prompt() -> None:
+def test_one_space_typed_after_code_is_left_out_for_the_model_to_write() -> None:
     builder = PromptBuilder("none", context_tokens=256, max_new_tokens=16)
-    assert builder.build("a", ["x = "], 0, 4) == Prompt("x = ", 0, False, "")
+    assert builder.build("a", ["x = "], 0, 4) == Prompt("x =", 0, False, " ")
+    fim = PromptBuilder("qwen", 256, 16).build("c", ["def f(x):", "    raise "], 1, 10)
+    assert (fim.text, fim.lead) == (
+        "<|fim_prefix|>def f(x):\n<|fim_suffix|><|fim_middle|>    raise",
+        " ",
+    )
+    assert fim.middle == "    raise"
+
+
+def test_two_blanks_after_code_a_tab_or_column_0_are_kept_in_the_prompt() -> None:
+    builder = PromptBuilder("none", context_tokens=256, max_new_tokens=16)
+    assert builder.build("a", ["x =  "], 0, 5) == Prompt("x =  ", 0, False, "")
+    assert builder.build("t", ["x =\t"], 0, 4).lead == ""
     assert builder.build("b", ["def f():", ""], 1, 0).lead == ""
 
 

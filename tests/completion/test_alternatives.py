@@ -24,7 +24,7 @@ class RankedBackend(ScriptedBackend):
 
 
 async def test_an_explicit_request_gets_distinct_branches_of_the_first_token() -> None:
-    backend = RankedBackend("hello", "world", "hello", "again")
+    backend = RankedBackend(" hello", " world", " hello", " again")
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "x = ")
     found = await service.complete_all(URI, 0, 4, "utf-16", n=3)
@@ -34,7 +34,7 @@ async def test_an_explicit_request_gets_distinct_branches_of_the_first_token() -
 
 
 async def test_an_automatic_request_runs_the_model_once() -> None:
-    backend = RankedBackend("hello", "world")
+    backend = RankedBackend(" hello", " world")
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "x = ")
     found = await service.complete_all(URI, 0, 4, "utf-16")

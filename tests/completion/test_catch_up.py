@@ -87,7 +87,7 @@ async def drain(service: CompletionService) -> None:
 
 
 async def test_a_lagging_draft_is_caught_up_over_the_prefetchs_prompt_once_it_ends() -> None:
-    backend = LaggingBackend("hello world", lag=500)
+    backend = LaggingBackend(" hello world", lag=500)
     service = await service_with(backend, prefetch=True)
     await first_suggestion(service)
     await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
@@ -106,7 +106,7 @@ async def test_a_lagging_draft_is_caught_up_over_the_prefetchs_prompt_once_it_en
     ids=["the draft kept up", "a backend without warm-ups"],
 )
 async def test_no_catch_up(lag: int, warm_up: bool) -> None:
-    backend = LaggingBackend("hello world", lag=lag)
+    backend = LaggingBackend(" hello world", lag=lag)
     backend.capabilities = Capabilities(cheap_cancel=True, warm_up=warm_up)
     service = await service_with(backend, prefetch=True)
     await first_suggestion(service)
@@ -119,14 +119,14 @@ async def test_no_catch_up(lag: int, warm_up: bool) -> None:
 async def test_the_next_prefetch_supersedes_the_documents_catch_up() -> None:
     """The accept is answered by the prefetch; the prefetch after it does not wait for (or skip
     because of) the document's own catch-up: it stops it, and its answer comes first."""
-    backend = LaggingBackend("hello world", lag=500, block_warm=True)
+    backend = LaggingBackend(" hello world", lag=500, block_warm=True)
     service = await service_with(backend, prefetch=True)
     await first_suggestion(service)
     await until(lambda: catch_ups(backend) != [], "the catch-up is running")
     type_text(service, 2, "hello world")  # the accept: the catch-up keeps running through it
     after = await service.complete(URI, *end(service), "utf-16")
-    assert after is not None and after.text == "hello world"  # the prefetch's answer
+    assert after is not None and after.text == " hello world"  # the prefetch's answer
     await until(lambda: len(backend.calls) == 3, "the next prefetch started")
-    assert backend.calls[2].prompt.endswith("x = hello worldhello world")
+    assert backend.calls[2].prompt.endswith("x = hello world hello world")
     await until(lambda: backend.warm_cancelled >= 1, "the catch-up was superseded")
     await drain(service)

@@ -56,7 +56,7 @@ async def shown(backend: ScriptedBackend, service: CompletionService) -> str:
 async def test_the_request_after_an_accept_is_answered_by_the_prefetch_without_a_model_call() -> (
     None
 ):
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     text = await shown(backend, service)
     await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
@@ -64,7 +64,7 @@ async def test_the_request_after_an_accept_is_answered_by_the_prefetch_without_a
     assert backend.calls[1].prompt.endswith("x = hello world")
     type_text(service, 2, text)  # the accept
     after = await service.complete(URI, *end(service), "utf-16")
-    assert after is not None and after.text == "hello world"
+    assert after is not None and after.text == " hello world"  # no lead after "world"
     assert len(backend.calls) == 2  # no model call for the request after the accept
     assert service.stats.prefetch_hits == 1 and service.stats.cache_hits == 1
     wire = service.stats_wire({})["prefetch"]
@@ -72,7 +72,7 @@ async def test_the_request_after_an_accept_is_answered_by_the_prefetch_without_a
 
 
 async def test_a_keystroke_that_is_not_the_accept_cancels_the_prefetch() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     await shown(backend, service)
     backend.started.clear()
@@ -87,7 +87,7 @@ async def test_a_keystroke_that_is_not_the_accept_cancels_the_prefetch() -> None
 
 
 async def test_accepting_while_the_prefetch_runs_waits_for_it_instead_of_starting_another() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     text = await shown(backend, service)
     backend.free_running = False
@@ -97,12 +97,12 @@ async def test_accepting_while_the_prefetch_runs_waits_for_it_instead_of_startin
     backend.free_running = True
     backend.release(100)
     after = await asyncio.wait_for(pending, WAIT_S)
-    assert after is not None and after.text == "hello world"
+    assert after is not None and after.text == " hello world"  # no lead after "world"
     assert len(backend.calls) == 2 and service.stats.prefetch_hits == 1
 
 
 async def test_a_request_for_another_document_preempts_the_prefetch() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     await shown(backend, service)
     backend.free_running = False
@@ -120,7 +120,7 @@ async def test_a_request_for_another_document_preempts_the_prefetch() -> None:
 
 
 async def test_prefetch_off_computes_nothing_ahead() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     service.set_options(Options(max_tokens=32, prefetch=False))
     await shown(backend, service)
@@ -140,7 +140,7 @@ async def test_accepting_a_word_of_the_suggestion_keeps_its_prefetch_running() -
     """A partial accept (a word or a line) is on the way to the document the prefetch is for: the
     prefetch goes on, the rest of the suggestion is answered typed-through without starting the
     same prefetch again, and the full accept is answered by the one prefetch."""
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     await shown(backend, service)
     backend.free_running = False  # the prefetch (started next) advances only when released
@@ -154,14 +154,14 @@ async def test_accepting_a_word_of_the_suggestion_keeps_its_prefetch_running() -
     backend.free_running = True
     backend.release(100)
     after = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
-    assert after is not None and after.text == "hello world"
+    assert after is not None and after.text == " hello world"  # no lead after "world"
     assert len(backend.calls) == 2  # the suggestion and its one prefetch
     assert service.stats.prefetch_cancelled == 0 and service.stats.prefetch_hits == 1
     await drain(service)
 
 
 async def test_a_prefetch_prefills_in_short_passes() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend, prefetch=True)
     await shown(backend, service)
     await until(lambda: service.stats.prefetched == 1, "the prefetch finished")
@@ -221,7 +221,7 @@ async def test_opening_a_document_prefills_its_prompts_start_and_its_request_sup
 
 
 async def test_a_request_for_another_document_cancels_a_warm_up() -> None:
-    backend = WarmBackend("pass")
+    backend = WarmBackend(" pass")
     backend.free_running = True
     service = await service_with(backend, prefetch=True)
     service.did_open(OTHER, "python", 1, "a = ")
@@ -236,7 +236,7 @@ async def test_a_request_for_another_document_cancels_a_warm_up() -> None:
 
 
 async def test_a_failed_warm_up_leaves_the_requests_alone() -> None:
-    backend = WarmBackend("pass", warm="raise")
+    backend = WarmBackend(" pass", warm="raise")
     backend.free_running = True
     service = await service_with(backend, prefetch=True)
     service.did_open(URI, "python", 1, "x = ")
@@ -247,7 +247,7 @@ async def test_a_failed_warm_up_leaves_the_requests_alone() -> None:
 
 
 async def test_a_backend_that_does_not_cancel_cheaply_gets_no_warm_up() -> None:
-    backend = WarmBackend("pass")
+    backend = WarmBackend(" pass")
     backend.capabilities = Capabilities()  # a remote engine (it warms its own way)
     backend.free_running = True
     service = await service_with(backend, prefetch=True)

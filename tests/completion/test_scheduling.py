@@ -30,7 +30,7 @@ from tests.fakes import (
 
 
 async def test_a_newer_request_cancels_the_running_generation_of_the_same_document() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "x = ")
     first = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
@@ -42,14 +42,14 @@ async def test_a_newer_request_cancels_the_running_generation_of_the_same_docume
     backend.release(100)
     second = await asyncio.wait_for(service.complete(URI, *end(service), "utf-16"), WAIT_S)
     assert await asyncio.wait_for(first, WAIT_S) is None
-    assert second is not None and second.text == "hello world"
+    assert second is not None and second.text == " hello world"  # after "x = q": no lead
     assert backend.calls[0].cancel is not None and backend.calls[0].cancel.cancelled
     assert service.stats.cancelled == 1 and service.stats.generated == 2
     assert service.stats.latency["stop"].summary()["n"] == 1
 
 
 async def test_typing_through_the_last_suggestion_needs_no_model_call() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     backend.free_running = True
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "x = ")
@@ -62,7 +62,7 @@ async def test_typing_through_the_last_suggestion_needs_no_model_call() -> None:
 
 
 async def test_typing_through_the_pending_suggestion_waits_for_it_instead_of_restarting() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "x = ")
     first = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
@@ -81,7 +81,7 @@ async def test_typing_through_the_pending_suggestion_waits_for_it_instead_of_res
 
 
 async def test_revisiting_a_position_is_answered_from_the_cache() -> None:
-    backend = ScriptedBackend("pass")
+    backend = ScriptedBackend(" pass")
     backend.free_running = True
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "a = \nb = ")
@@ -93,7 +93,7 @@ async def test_revisiting_a_position_is_answered_from_the_cache() -> None:
 
 
 async def test_an_edit_that_does_not_type_through_makes_the_result_stale() -> None:
-    backend = ScriptedBackend("hello world")
+    backend = ScriptedBackend(" hello world")
     service = await service_with(backend)
     service.did_open(URI, "python", 1, "x = ")
     pending = asyncio.ensure_future(service.complete(URI, *end(service), "utf-16"))
@@ -129,7 +129,7 @@ async def test_a_backend_that_cancels_cheaply_starts_a_keystroke_request_at_once
         return delay
 
     monkeypatch.setattr(service_module, "debounce_s", recorded)
-    for backend, waits in ((ScriptedBackend("pass"), True), (CheapCancelBackend("pass"), False)):
+    for backend, waits in ((ScriptedBackend(" pass"), True), (CheapCancelBackend("pass"), False)):
         backend.free_running = True
         service = await service_with(backend)
         service.stats.model_ms_ema = 10_000.0  # a slow model: typing is faster than it answers

@@ -191,12 +191,12 @@ def test_an_exception_inside_generation_fails_that_request_and_the_next_one_work
     assert server.wait_loaded()["state"] == "ready"
     bad, good = "file:///tmp/faults/raise.py", "file:///tmp/faults/good.py"
     open_doc(server, bad, "# RAISE_IN_GENERATION\nvalue = ")
-    open_doc(server, good, "numbers = [1, 2, 3]\ntotal = ")
+    open_doc(server, good, "numbers = [1, 2, 3]\ntotal =")
     failed = server.request("textDocument/inlineCompletion", inline_params(bad, 1, 8))
     assert "error" in failed, failed  # that request errors (JSON-RPC), not an empty answer
     assert "injected fault" in failed["error"]["message"]
     assert "injected fault inside generation" in server.stderr_text()
-    assert inline_items(server, good, 1, 8), "the request after the failed one got no suggestion"
+    assert inline_items(server, good, 1, 7), "the request after the failed one got no suggestion"
     assert server.alive()
 
 
@@ -264,16 +264,16 @@ def test_an_invoked_request_waits_for_the_load_and_automatic_ones_do_not(
     )
     server.initialize()
     uri = "file:///tmp/faults/loading.py"
-    open_doc(server, uri, "numbers = [1, 2, 3]\ntotal = ")
+    open_doc(server, uri, "numbers = [1, 2, 3]\ntotal =")
     # The load is held by the gate: an answer now is one that did not wait for it to end.
-    assert inline_items(server, uri, 1, 8) == []  # automatic: empty without waiting
-    invoked = server.result("textDocument/inlineCompletion", inline_params(uri, 1, 8, True))
+    assert inline_items(server, uri, 1, 7) == []  # automatic: empty without waiting
+    invoked = server.result("textDocument/inlineCompletion", inline_params(uri, 1, 7, True))
     assert invoked["items"] == []  # bounded (SPEC_LSP_TEST_INVOKED_WAIT_S), then empty
     deadline = time.monotonic() + 120
     while not Path(f"{gate}.loaded").exists():  # the models are in memory, the gate still shut
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    pending = server.request_async("textDocument/inlineCompletion", inline_params(uri, 1, 8, True))
+    pending = server.request_async("textDocument/inlineCompletion", inline_params(uri, 1, 7, True))
     assert server.result("spec-lsp/status")["state"] == "loading"  # read after the request
     assert not pending.done()  # still waiting for the load
     gate.touch()

@@ -82,9 +82,9 @@ async def test_utf32_is_negotiated_when_offered_and_positions_count_code_points(
     assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf32
     await wait_ready(fresh_client)
     uri = "file:///tmp/utf32.py"
-    head = 'emoji = "😀🎉"\nlabel = "日本 '
+    head = 'emoji = "😀🎉"\nlabel = "日本'
     open_doc(fresh_client, uri, head)
-    char = len('label = "日本 ')  # code points
+    char = len('label = "日本')  # code points
     first = await inline(fresh_client, uri, 1, char)
     assert first is not None and first.items
     suggestion = first.items[0].insert_text

@@ -262,8 +262,8 @@ async def test_utf16_positions_around_emoji_and_cjk_round_trip(client: LanguageC
     open_doc(client, uri, text)
     insert(client, uri, 2, 0, utf16_len('greeting = "héllo 😀 日本語 🎉'), "✨")
     line = 1
-    prefix = 'name = "🙂 '
-    insert(client, uri, 3, 1, utf16_len('name = "'), "🙂 ")
+    prefix = 'name = "🙂'
+    insert(client, uri, 3, 1, utf16_len('name = "'), "🙂")
     char = utf16_len(prefix)
     result = await inline(client, uri, line, char)
     assert result is not None and result.items
