@@ -50,6 +50,14 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per test run")
     p.add_argument("--list", action="store_true", help="print the default packages and exit")
     p.add_argument("--json", metavar="PATH", help="write the report with every answer")
+    p.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="REPORT",
+        help="run nothing: merge these runs' JSON reports (parts of one bench: other packages, "
+        "other rows) into one, figures recomputed; --json writes it",
+    )
     add_llama_server_arguments(p)
     p.set_defaults(func=cmd_repo)
 
@@ -58,6 +66,10 @@ def cmd_repo(args: argparse.Namespace) -> int:
     from spec_lsp.benchmarks.repo import RepoRun, main
     from spec_lsp.benchmarks.repo_packages import PACKAGES, cache_dir
 
+    if args.merge:
+        from spec_lsp.benchmarks.repo_merge import main as merge_main
+
+        return merge_main(args.merge, args.json)
     if args.list:
         for package in PACKAGES:
             print(f"{package.label:<24} sha256 {package.sha256}")
