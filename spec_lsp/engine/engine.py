@@ -49,7 +49,9 @@ from spec_lsp.engine.proposal import Drafter
 from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_accept
 from spec_lsp.engine.vocabulary import eos_ids
 
-COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 32  # copy drafts' lengths: up to passes of 33 rows
+# Copy drafts' lengths: up to passes of 32 rows, where AMX takes whole tiles of 16 (a 33rd row
+# would be a pass over the weights of its own on the vectors).
+COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 31
 REWRITE_DOCS = 2  # documents whose rewrite KV is kept
 Source = tuple[Drafter, AdaptiveK]  # a drafter and its gate
 

@@ -23,6 +23,7 @@ from spec_lsp.engine.weights.qblocks import BlockLinear
 pytestmark = pytest.mark.skipif(not native.available(), reason="native kernels not built here")
 
 NEW_KINDS = ["q5_0", "q4_k", "q6_k"]
+AMX_ROWS = 32  # the fewest rows of a pass the AMX tiles take by default (`kq_amx_rows`)
 GGML_OF_KIND = {kind: GGMLQuantizationType[g] for g, kind in qblocks.KIND_OF_GGML.items()}
 DUMP = "SPEC_LSP_KQ_DUMP"  # where a run of another path writes `_fixed_outputs()`
 
@@ -212,7 +213,7 @@ def test_the_512_bit_path_is_built_where_the_cpu_has_it() -> None:
     assert (native.vector_bits() == 512) == (wide and native.simd())
     tiles = wide and native._cpu_flags() >= native.AMX and mode != "avx512+vnni"
     amx = native.isa() == "amx+avx512"
-    assert amx == (tiles and native.simd() and torch.ops.spec_lsp.kq_amx_rows(0) == 16)
+    assert amx == (tiles and native.simd() and torch.ops.spec_lsp.kq_amx_rows(0) == AMX_ROWS)
     if tiles and not amx:  # built, but the kernel refused the tiles' permission: the zmm path
         assert native.isa() == "avx512+vnni" and torch.ops.spec_lsp.kq_amx_rows(0) == -1
 
@@ -225,7 +226,7 @@ def test_the_amx_tiles_give_the_512_bit_paths_bits(kind: str) -> None:
     through the AMX tiles and through the 512-bit VNNI path (`kq_amx_rows`: the fewest rows the
     tiles take), in one process: the same bits."""
     amx_rows = torch.ops.spec_lsp.kq_amx_rows
-    assert amx_rows(0) == 16
+    assert amx_rows(0) == AMX_ROWS
     gen = torch.Generator().manual_seed(12)
     for n, k in ((100, 512), (44, 800 if kind == "q5_0" else 768)):
         layer = BlockLinear(_random_blocks(kind, n, k, 12), k, kind)
@@ -238,7 +239,7 @@ def test_the_amx_tiles_give_the_512_bit_paths_bits(kind: str) -> None:
                 amx_rows(1 << 30)
                 assert torch.equal(tiles, layer(x[:rows])), (n, k, rows)
         finally:
-            amx_rows(16)
+            amx_rows(AMX_ROWS)
 
 
 @pytest.mark.skipif(not native.available() or native.vector_bits() != 512, reason="no AVX-512")
