@@ -29,6 +29,11 @@ history, P = B with the predicted edit applied and E = B with the expected edit 
   `compare="target-only"` the cases run again with `{"speculation": "off"}`, and the ratio of
   the two tokens/s is the rewrite's decode speed with copy drafts over target-only.
 
+The cases are mined from the history up to `rev` (default HEAD; a fixed commit mines the same
+cases whatever has been committed since, so runs at different times compare case by case), and
+`every` > 1 runs every `every`-th of them (a subset of the full run's cases, for a quicker rerun).
+A run cut short (Ctrl-C, SIGTERM) still prints and writes the cases it finished, `interrupted`.
+
 It speaks LSP over stdio through the replayer's client and start-up (`replay/`), like an editor;
 it knows nothing of the server's insides. Prints a table; `json_path` gets every figure and the
 per-case rows.
@@ -39,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -211,14 +217,16 @@ async def run_cases(
     init_options: dict[str, Any],
     log: IO[bytes],
     progress: Callable[[str], None],
+    rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One server for all cases: the rows, the server's status before and stats after."""
+    """One server for all cases: the rows, the server's status before and stats after. Each
+    row is appended to `rows` as it is scored, so a run cut short keeps what it asked."""
     client = LspClient(server_cmd, log)
     await client.start()
+    rows = [] if rows is None else rows
     try:
         await initialize(client, "utf-16", init_options)
         status = await wait_ready(client, LOAD_TIMEOUT_S)
-        rows = []
         for n, case in enumerate(cases, start=1):
             row = await run_case(client, case, n)
             rows.append(row)
@@ -309,17 +317,22 @@ def _run(cases: list[Case], cmd: list[str], init: dict[str, Any], label: str) ->
     def progress(line: str) -> None:
         print(f"[{label}] {line}", file=sys.stderr, flush=True)
 
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryFile() as log:
         try:
-            run = asyncio.run(run_cases(cases, cmd, init, log, progress))
+            run = asyncio.run(run_cases(cases, cmd, init, log, progress, rows))
         except ServerError as exc:
             log.seek(0)
             tail = log.read().decode("utf-8", "replace")[-3000:]
             raise ServerError(f"{exc}\n--- server log (tail) ---\n{tail}") from None
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the cases so far, without server stats
+            progress(f"interrupted after {len(rows)} of {len(cases)} cases")
+            run = {"rows": rows, "stats": None, "status": None, "messages": [], "cut": True}
     return {"label": label, "init_options": init, "figures": figures(run["rows"], run["stats"])} | {
         "server_status": run["status"],
         "server_messages": run["messages"],
         "rows": run["rows"],
+        "interrupted": run.get("cut", False),
     }
 
 
@@ -348,6 +361,8 @@ def print_table(report: dict[str, Any]) -> None:
     print(
         f"next edit: {report['repo']} at {report['head'][:12]}, preset {report['preset']}, "
         f"{report['cases']['positive']} positive + {report['cases']['negative']} negative cases"
+        + (f" (every {report['every']}th of the mined set)" if report.get("every", 1) > 1 else "")
+        + (" - interrupted: the cases answered so far" if report.get("interrupted") else "")
     )
     rows: list[tuple[str, list[str]]] = [("", [r["label"] for r in runs])]
     for name, cell in (
@@ -386,20 +401,34 @@ def main(
     json_path: str | None,
     compare: str | None = None,
     device: str = "auto",
+    rev: str = "HEAD",
+    every: int = 1,
 ) -> int:
-    cases = mine(repo, limit, negatives)
+    """Mines the cases (history up to `rev`; every `every`-th of them), runs them (and again
+    target-only with `compare`), prints the table, writes `json_path`. A run cut short (Ctrl-C,
+    SIGTERM) reports the cases it finished, marked `interrupted`."""
+    head = head_commit(repo, rev)
+    cases = mine(repo, limit, negatives, rev=head)[:: max(1, every)]
     positive = sum(c.positive for c in cases)
     print(f"{positive} positive + {len(cases) - positive} negative cases", file=sys.stderr)
     cmd = default_server_cmd(preset) + ["--device", device, "--log-level", "WARNING"]
     plans = [("spec", {"preset": preset})]
     if compare == "target-only":
         plans.append(("target-only", {"preset": preset} | TARGET_ONLY))
-    runs = [_run(cases, cmd, init, label) for label, init in plans]
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does
+    runs: list[dict[str, Any]] = []
+    for label, init in plans:
+        runs.append(_run(cases, cmd, init, label))
+        if runs[-1]["interrupted"]:
+            break
     report = {
         "repo": str(repo_root(repo)),
-        "head": head_commit(repo),
+        "head": head,
+        "rev": rev,
+        "every": every,
         "preset": preset,
         "cases": {"positive": positive, "negative": len(cases) - positive},
+        "interrupted": runs[-1]["interrupted"],
         "decode_speed_ratio": _speed_ratio(runs),
         "runs": runs,
     }

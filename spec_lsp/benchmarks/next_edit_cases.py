@@ -195,8 +195,10 @@ class _Git:
             raise MiningError(f"{' '.join(cmd)}: {done.stderr.decode(errors='replace').strip()}")
         return done.stdout
 
-    def commits(self, max_commits: int) -> list[str]:
-        out = self.run("rev-list", "--no-merges", f"--max-count={max_commits}", "HEAD")
+    def commits(self, max_commits: int, rev: str = "HEAD") -> list[str]:
+        if rev.startswith("-"):
+            raise MiningError(f"{rev}: not a revision")
+        out = self.run("rev-list", "--no-merges", f"--max-count={max_commits}", rev, "--")
         return out.decode().split()
 
     def modified(self, commit: str) -> Iterator[tuple[str, str, str]]:
@@ -249,18 +251,21 @@ def repo_root(path: str | Path) -> Path:
     return Path(done.stdout.decode().strip())
 
 
-def head_commit(repo: str | Path) -> str:
-    return _Git(repo_root(repo)).run("rev-parse", "HEAD").decode().strip()
+def head_commit(repo: str | Path, rev: str = "HEAD") -> str:
+    """The commit `rev` names (HEAD: the one checked out)."""
+    if rev.startswith("-"):
+        raise MiningError(f"{rev}: not a revision")
+    return _Git(repo_root(repo)).run("rev-parse", "--verify", f"{rev}^{{commit}}").decode().strip()
 
 
 def _candidates(
-    git: _Git, limit: int, negatives: int, seed: int, max_commits: int
+    git: _Git, limit: int, negatives: int, seed: int, max_commits: int, rev: str = "HEAD"
 ) -> tuple[list[Case], list[Case]]:
-    """Positives and negatives from the newest commits until POOL times the wanted counts."""
+    """Positives and negatives from `rev`'s newest commits until POOL times the wanted counts."""
     pos: list[Case] = []
     neg: list[Case] = []
     seen: set[str] = set()
-    for commit in git.commits(max_commits):
+    for commit in git.commits(max_commits, rev):
         if len(pos) >= POOL * limit and len(neg) >= POOL * negatives:
             break
         for path, old_blob, new_blob in git.modified(commit):
@@ -293,11 +298,13 @@ def mine(
     negatives: int = 50,
     seed: int = 0,
     max_commits: int = MAX_COMMITS,
+    rev: str = "HEAD",
 ) -> list[Case]:
-    """Up to `limit` positive then up to `negatives` negative cases from `repo`'s history."""
+    """Up to `limit` positive then up to `negatives` negative cases from `repo`'s history up to
+    `rev` (a fixed commit mines the same cases whatever has been committed since)."""
     git = _Git(repo_root(repo))
     try:
-        pos, neg = _candidates(git, limit, negatives, seed, max_commits)
+        pos, neg = _candidates(git, limit, negatives, seed, max_commits, rev)
     finally:
         git.close()
     rng = random.Random(seed)

@@ -290,6 +290,20 @@ def _register_next_edit(bsub: argparse._SubParsersAction) -> None:  # type: igno
     p.add_argument("--negatives", type=int, default=50, metavar="N", help="negative cases")
     p.add_argument("--json", metavar="PATH", help="write the figures and per-case rows as JSON")
     p.add_argument(
+        "--rev",
+        default="HEAD",
+        metavar="REV",
+        help="mine the history up to this commit (default: HEAD); a fixed one gives the same cases "
+        "whatever is committed since",
+    )
+    p.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run every K-th of the mined cases (a subset of the same cases; default: all)",
+    )
+    p.add_argument(
         "--compare",
         choices=("target-only",),
         help="rerun the cases with speculation off: the rewrite's decode speed ratio",
@@ -311,6 +325,8 @@ def cmd_next_edit(args: argparse.Namespace) -> int:
             args.json,
             compare=args.compare,
             device=args.device,
+            rev=args.rev,
+            every=args.every,
         )
     except (MiningError, ServerError) as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)

@@ -289,3 +289,58 @@ def test_bench_next_edit_with_the_fake_rewriter_renames_and_reports_every_figure
         assert [g["gate"] for g in f["gate"]] == list(ne.GATES)
         assert all("prefilled_tokens" in r and "cpu_ms" in r for r in run["rows"])
         assert len(run["rows"]) == 4
+
+
+def test_a_run_cut_short_keeps_the_cases_it_finished(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C (or SIGTERM, which the command maps to it) after the first case: the run reports
+    that case, its figures, and says it was interrupted."""
+    cases = [case_of(Edit(0, 0, "x")), case_of(None), case_of(None)]
+    row = ne.score(cases[0], BASE, {"edits": []}, 1) | {"latency_ms": 5.0}
+
+    async def first_then_interrupt(
+        cases: list[Case],
+        cmd: list[str],
+        init: dict[str, Any],
+        log: Any,
+        progress: Any,
+        rows: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        assert rows is not None
+        rows.append(row)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ne, "run_cases", first_then_interrupt)
+    run = ne._run(cases, ["unused"], {}, "spec")
+    assert run["interrupted"] and run["rows"] == [row]
+    assert run["figures"]["positives"] == 1 and run["figures"]["latency_ms"]["n"] == 1
+    assert run["figures"]["tokens_per_pass"] is None  # no server stats for a cut run
+    assert "[spec] interrupted after 1 of 3 cases" in capsys.readouterr().err
+
+
+def test_every_kth_case_of_the_set_mined_at_the_named_commit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs this repository's git history")
+    mined: list[str] = []
+    cases = [case_of(Edit(0, 0, "x")) if n % 2 else case_of(None) for n in range(7)]
+
+    def fake_mine(repo: str, limit: int, negatives: int, rev: str = "HEAD") -> list[Case]:
+        mined.append(rev)
+        return cases
+
+    def fake_run(run_cases: list[Case], cmd: list[str], init: dict[str, Any], label: str) -> Any:
+        return {"label": label, "figures": ne.figures([], None), "rows": [], "interrupted": False}
+
+    monkeypatch.setattr(ne, "mine", fake_mine)
+    monkeypatch.setattr(ne, "_run", fake_run)
+    out = tmp_path / "r.json"
+    assert ne.main(str(ROOT), "coder", 5, 2, str(out), rev="HEAD~1", every=3) == 0
+    report = json.loads(out.read_text())
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD~1"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert mined == [head] and report["head"] == head and report["rev"] == "HEAD~1"
+    assert report["cases"] == {"positive": 1, "negative": 2}  # cases 0, 3 and 6

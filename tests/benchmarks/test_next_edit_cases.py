@@ -215,3 +215,30 @@ def test_this_repository_has_enough_cases() -> None:
         assert 0 <= case.cursor <= len(after)
         if case.expected is not None:
             assert apply(after, case.expected) != after
+
+
+def test_a_fixed_revision_mines_the_same_cases_whatever_is_committed_after_it(
+    tmp_path: Path,
+) -> None:
+    repo = Repo(tmp_path)
+    base = numbered(30)
+    repo.commit({"d.py": text_of(base)})
+    for k in range(3):
+        new = list(base)
+        new[2], new[6] = f"k{k} = 2\n", f"k{k} = 6\n"
+        repo.commit({"d.py": text_of(new)}, f"change {k}")
+    fixed = repo.git("rev-parse", "HEAD").strip()
+    then = mine(tmp_path, limit=100, negatives=0)
+    for k in range(3, 6):
+        new = list(base)
+        new[2], new[6] = f"k{k} = 2\n", f"k{k} = 6\n"
+        repo.commit({"d.py": text_of(new)}, f"change {k}")
+    assert mine(tmp_path, limit=100, negatives=0) != then
+    assert mine(tmp_path, limit=100, negatives=0, rev=fixed) == then
+    assert mine(tmp_path, limit=100, negatives=0, rev=fixed[:10]) == then
+    assert nc.head_commit(tmp_path, fixed[:10]) == fixed
+    for bad in ("--all", "no-such-branch"):
+        with pytest.raises(nc.MiningError):
+            mine(tmp_path, limit=1, rev=bad)
+        with pytest.raises(nc.MiningError):
+            nc.head_commit(tmp_path, bad)
