@@ -331,10 +331,11 @@ at::Tensor silu_mul(const at::Tensor& gu_in) {
   const float* gp = gu.data_ptr<float>();
   float* yp = y.data_ptr<float>();
   at::parallel_for(0, M * F, 2048, [&](int64_t begin, int64_t end) {
+    int64_t r = begin / F, i = begin % F;  // one division a chunk, not one an element
     for (int64_t e = begin; e < end; ++e) {
-      const int64_t r = e / F, i = e % F;
       const float g = gp[r * F2 + i];
       yp[e] = g / (1.f + std::exp(-g)) * gp[r * F2 + F + i];
+      if (++i == F) i = 0, ++r;
     }
   });
   return y;
