@@ -189,3 +189,13 @@ def test_norm_and_gated_product_match_torch() -> None:
     gu = torch.randn(4, 2 * 96, generator=gen) * 4
     ref = torch.nn.functional.silu(gu[:, :96]) * gu[:, 96:]
     torch.testing.assert_close(torch.ops.spec_lsp.silu_mul(gu), ref)
+
+
+def test_the_gated_product_of_a_row_does_not_depend_on_the_rows_beside_it() -> None:
+    """Chunks of the threads' split start mid-row (97 columns): each row is the same bits alone
+    or among 70 others."""
+    gen = torch.Generator().manual_seed(7)
+    gu = torch.randn(70, 2 * 97, generator=gen) * 4
+    together = torch.ops.spec_lsp.silu_mul(gu)
+    for r in range(70):
+        assert torch.equal(together[r : r + 1], torch.ops.spec_lsp.silu_mul(gu[r : r + 1])), r
