@@ -23,7 +23,7 @@ from spec_lsp.engine.weights.qblocks import BlockLinear
 pytestmark = pytest.mark.skipif(not native.available(), reason="native kernels not built here")
 
 NEW_KINDS = ["q5_0", "q4_k", "q6_k"]
-AMX_ROWS = 32  # the fewest rows of a pass the AMX tiles take by default (`kq_amx_rows`)
+AMX_ROWS = 28  # the fewest rows of a pass the AMX tiles take by default (`kq_amx_rows`)
 GGML_OF_KIND = {kind: GGMLQuantizationType[g] for g, kind in qblocks.KIND_OF_GGML.items()}
 DUMP = "SPEC_LSP_KQ_DUMP"  # where a run of another path writes `_fixed_outputs()`
 

@@ -17,7 +17,7 @@
   operations; the pair-of-rows path (two k-steps of 8 rows a zmm, up to 32 rows per unpacked
   block) is kept behind `kq_wide_rows` to compare. `SPEC_LSP_KERNELS=avx2+vnni` builds the 256-bit
   VNNI path there instead.
-- Where the CPU has AMX (amx_tile, amx_int8) too, passes of 32 rows or more (prefill chunks)
+- Where the CPU has AMX (amx_tile, amx_int8) too, passes of 28 rows or more (prefill chunks)
   take the block sums from int8 tiles (TDPBSSD: 16 activation rows x 16 output rows a block of
   32), the weights of 16 output rows unpacked once per pass and used by every tile of rows; the
   float operations stay the 512-bit path's, lane by lane (the same bits). Shorter passes keep the
@@ -209,7 +209,7 @@ def simd() -> bool:
 
 def isa() -> str:
     """The K-quant kernels' path: "plain", "avx2", "avx2+vnni", "avx512+vnni" (the VNNI dot
-    products in 512-bit registers) or "amx+avx512" (int8 tiles for passes of 32 rows or more,
+    products in 512-bit registers) or "amx+avx512" (int8 tiles for passes of 28 rows or more,
     the 512-bit path for fewer); "" when not available."""
     if not available():
         return ""

@@ -5,8 +5,8 @@
 //   kq_mm(x [M, K] f32, w [ceil(N/8), K/B, P] u8, N, kind) -> [M, N]
 //   kq_dequant(w, N, K, kind) -> [N, K] f32 (gguf-py's float32 operations, in its order)
 //   kq_isa() -> 0 plain C++, 1 AVX2, 2 AVX2 with VNNI dot products, 3 AVX-512 VNNI (zmm),
-//               4 AMX int8 tiles for passes of 32 rows or more, AVX-512 VNNI for fewer
-//   kq_amx_rows(rows) -> the fewest rows the tiles take (32; rows > 0 sets it; -1: no tiles)
+//               4 AMX int8 tiles for passes of 28 rows or more, AVX-512 VNNI for fewer
+//   kq_amx_rows(rows) -> the fewest rows the tiles take (28; rows > 0 sets it; -1: no tiles)
 //   kq_wide_rows(rows) -> the fewest rows the 512-bit wide tiles take (2; -1: no AVX-512)
 //
 // kind 0 = Q5_0 (B 32, P 176), 1 = Q4_K (B 256, P 1184), 2 = Q6_K (B 256, P 1680).
@@ -30,13 +30,13 @@
 // equal (tests/engine/weights/test_kquants.py), and a row's numbers do not depend on M, on the tile of rows
 // it falls in, or on the thread.
 // With AMX (KQ_AMX: AMX-TILE and AMX-INT8 besides KQ_AVX512, and the kernel's permission for the
-// tile data, asked once), a pass of 32 rows or more takes its integer block sums from tiles:
+// tile data, asked once), a pass of 28 rows or more takes its integer block sums from tiles:
 // TDPBSSD of 16 activation rows (their int8 codes) by the signed codes of 16 output rows (two
 // packed groups side by side, the offsets of Q5_0 and Q6_K taken off the codes) gives a block's
 // exact sums for 16 x 16 (row, output) pairs, the 16 outputs of a row in the 16 lanes of a zmm,
 // which then take the float chain above (`amx_rows`). The weights are unpacked once per pass for
 // all its rows (the win for prefill); a rest of fewer than 8 rows after the tiles of 16, and
-// passes under 32 rows (decoding, verification), take the 512-bit path.
+// passes under 28 rows (decoding, verification), take the 512-bit path.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -65,7 +65,7 @@
     defined(__AVX512VNNI__)
 #define KQ_AVX512 1  // two k-steps a zmm (`pair`), tiles of 8 rows
 #if defined(__AMX_TILE__) && defined(__AMX_INT8__)
-#define KQ_AMX 1  // int8 tiles for passes of 32 rows or more (`amx_rows_min`)
+#define KQ_AMX 1  // int8 tiles for passes of 28 rows or more (`amx_rows_min`)
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -747,11 +747,11 @@ void wide_rows(int kind, const uint8_t* wg, const uint8_t* wh, int64_t nb, Act a
 // |C_lo|, |C_hi| <= 32 127 16, times 128, two of them), so each float is the integer the other
 // paths convert: the same bits.
 // Passes of fewer rows keep the zmm path (decode, verification); `kq_amx_rows` changes it (to
-// compare the paths in one process: tests, benchmarks). 32, not 16: what a row costs is mostly
+// compare the paths in one process: tests, benchmarks). 28, not 16: what a row costs is mostly
 // the float chain, which the tiles do not shorten, and a tile's 16 rows are paid whole; on the
-// AMX Xeon (2026-12-07, docs/benchmarks.md "Kernels") passes of 16-31 rows took 8-25% less time by
-// the zmm path, 32 rows 5% more, 64 rows 20% more.
-std::atomic<int64_t> amx_rows_min{32};
+// AMX Xeon (2026-12-07, docs/benchmarks.md "Kernels") passes of 16-27 rows took 8-25% less time by
+// the zmm path, the same at 28, and from 29 rows (28-31 padded to two tiles) the tiles won.
+std::atomic<int64_t> amx_rows_min{28};
 constexpr int AMX_TILE = 16;  // activation rows (and output rows) per tile
 
 bool amx_ready() {  // the process's permission to use the tile data (Linux 5.16+), asked once
@@ -1183,7 +1183,7 @@ int64_t kq_isa() {
 #endif
 }
 
-// The fewest rows of a pass that the AMX path computes (32 unless changed); `rows` > 0 sets it
+// The fewest rows of a pass that the AMX path computes (28 unless changed); `rows` > 0 sets it
 // and the previous value is returned. -1 where the library has no AMX path or may not use it.
 int64_t kq_amx_rows(int64_t rows) {
 #ifdef KQ_AMX
