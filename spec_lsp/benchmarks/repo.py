@@ -1,13 +1,15 @@
 """`spec-lsp bench repo`: completion quality where the code calls what other files define.
 
 The bench, end to end: the packages (`repo_packages`: a pinned default list fetched from PyPI
-and cached, or folders given with `--source`), the holes (`repo_holes`: statements that use a
+and cached; `repo_npm`: a pinned list of JavaScript and TypeScript packages from npm, the same
+way, `--set npm`; or folders given with `--source`), the holes (`repo_holes`: statements that use a
 name imported from another file of the package, sampled with a seed), the rows (`repo_client`:
 the real server over stdio, one per context setting; `repo_llama`: llama-server's `/infill` with
-llama.vscode's ring chunks), the scores (`repo_score`) and pass@1 where a package's own tests run
-(`repo_tests`). Prints a table; the JSON report holds every figure, the packages and every row's
-answer at every hole. Each answer is also logged as it comes (`row {json}`), so a run cut short
-keeps what it asked.
+llama.vscode's ring chunks), the scores (`repo_score`) and pass@1 where a Python package's own
+tests run (`repo_tests`; the npm set has none: its tests need `node_modules` and a runner).
+Prints a table; the JSON report holds every figure, the packages and every row's answer at every
+hole. Each answer is also logged as it comes (`row {json}`), so a run cut short keeps what it
+asked.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from typing import IO, Any
 from spec_lsp.benchmarks.repo_client import ROWS, Asked, all_rows
 from spec_lsp.benchmarks.repo_editor import OPEN_FILES
 from spec_lsp.benchmarks.repo_holes import RepoHole, mine, read
+from spec_lsp.benchmarks.repo_npm import NPM_PACKAGES
+from spec_lsp.benchmarks.repo_npm import local as npm_local
+from spec_lsp.benchmarks.repo_npm import prepare as npm_prepare
 from spec_lsp.benchmarks.repo_packages import (
     PACKAGES,
     PackageError,
@@ -39,6 +44,7 @@ from spec_lsp.replay.client import ServerError
 from spec_lsp.replay.replayer import default_server_cmd
 
 LLAMA_ROW = "llama_server_ring"
+SETS = ("pypi", "npm")  # the pinned package lists: repo_packages's, repo_npm's
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class RepoRun:
     threads: int | None = None
     llama_server: str = "auto"
     gguf: Path | None = None
+    package_set: str = "pypi"  # one of SETS: which list `--packages` names, how `--source` splits
 
 
 def server_options(plan: RepoRun) -> dict[str, Any]:
@@ -71,15 +78,29 @@ def server_options(plan: RepoRun) -> dict[str, Any]:
     }
 
 
-def sources(names: list[str], folders: list[Path], log: IO[str]) -> list[PackageTree]:
-    """The folders given, else the default packages named (all when none is), fetched."""
+def sources(
+    names: list[str], folders: list[Path], log: IO[str], package_set: str = "pypi"
+) -> list[PackageTree]:
+    """The folders given (split as Python, or as JavaScript/TypeScript for the npm set), else
+    the set's packages named (all when none is), fetched."""
+    if package_set not in SETS:
+        raise ValueError(f"no package set {package_set!r} (one of {', '.join(SETS)})")
+    npm = package_set == "npm"
     if folders:
-        return [local(folder.resolve()) for folder in folders]
-    chosen = [p for p in PACKAGES if not names or p.name in names]
-    unknown = set(names) - {p.name for p in PACKAGES}
+        return [(npm_local if npm else local)(folder.resolve()) for folder in folders]
+    listed = {p.name for p in (NPM_PACKAGES if npm else PACKAGES)}
+    unknown = set(names) - listed
     if unknown:
-        raise ValueError(f"not in the default list: {sorted(unknown)}")
-    return [prepare(p, cache_dir(), lambda m: print(m, file=log)) for p in chosen]
+        raise ValueError(f"not in the {package_set} list: {sorted(unknown)}")
+
+    def say(message: str) -> None:
+        print(message, file=log)
+
+    if npm:
+        return [
+            npm_prepare(p, cache_dir(), say) for p in NPM_PACKAGES if not names or p.name in names
+        ]
+    return [prepare(p, cache_dir(), say) for p in PACKAGES if not names or p.name in names]
 
 
 class Scorer:
@@ -94,6 +115,7 @@ class Scorer:
     def add_source(self, source: PackageTree, registry: bool) -> None:
         self.sources[source.label] = source
         ok = self.judge is not None and bool(source.tests) and bool(source.code)
+        ok = ok and source.language == "python"  # npm tests need node_modules and a runner
         if ok and self.judge is not None:
             ok = self.judge.runnable(source, registry)
         self.runnable[source.label] = ok
@@ -140,7 +162,7 @@ def run_repo(
     judge = Judge(plan.timeout_s, cache_dir() / "pristine.json") if plan.tests else None
     scorer = Scorer(judge, log)
     work: list[tuple[PackageTree, list[RepoHole]]] = []
-    for source in sources(names, folders, log):
+    for source in sources(names, folders, log, plan.package_set):
         holes = mine(source, plan.holes, plan.seed)
         scorer.add_source(source, registry=not folders)
         print(

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from spec_lsp.benchmarks.repo_editor import context_files, edit_plan, opened
+from spec_lsp.benchmarks.repo_editor import context_files, edit_plan, language_id, opened
 from spec_lsp.benchmarks.repo_holes import RepoHole, read
 from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.replay.client import LspClient
@@ -118,7 +118,11 @@ async def ask(
     versions: dict[str, int] = {}
     for doc in docs:
         versions[doc.path] = 1
-        item = {"uri": file_uri(source.root, doc.path), "languageId": "python", "version": 1}
+        item = {
+            "uri": file_uri(source.root, doc.path),
+            "languageId": language_id(doc.path),
+            "version": 1,
+        }
         client.notify("textDocument/didOpen", {"textDocument": item | {"text": doc.text}})
     for edit in edits:
         versions[edit.path] += 1

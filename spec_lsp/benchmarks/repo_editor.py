@@ -28,6 +28,15 @@ from spec_lsp.benchmarks.repo_packages import PackageTree
 
 OPEN_FILES = 8
 CHUNK_LINES = 64  # llama.vscode's ring chunk: a file's first lines, as the server notes at open
+LANGUAGE_IDS = {  # a file's suffix -> the languageId an editor opens it with (VS Code's)
+    ".py": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascriptreact",
+    ".ts": "typescript",
+    ".tsx": "typescriptreact",
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,11 @@ class Opened:
 
     path: str
     text: str
+
+
+def language_id(path: str) -> str:
+    """The languageId of a file opened at `path` (python for a suffix not in the table)."""
+    return LANGUAGE_IDS.get(PurePosixPath(path).suffix, "python")
 
 
 def context_files(source: PackageTree, hole: RepoHole, open_files: int = OPEN_FILES) -> list[str]:

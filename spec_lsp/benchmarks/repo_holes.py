@@ -15,6 +15,9 @@ Sampling is deterministic: per package, each file's candidates are shuffled with
 seeded by (seed, package, file), the files too, and holes are taken one file at a time in turn
 until `limit`, so a package's holes spread over its files.
 
+JavaScript and TypeScript files (`JS_SUFFIXES`, the npm set) are cut the same way by
+`repo_holes_js`, with their own imports and statements; `mine` takes either kind of tree.
+
 It knows nothing of servers, models or scores; it reads files and trees.
 """
 
@@ -32,6 +35,7 @@ from spec_lsp.syntax.languages import new_parser, spec_for
 
 MAX_LINES = 3  # a hole's statement spans at most this many lines
 MIN_CHARS = 4  # and its hole at least this many characters but spaces
+JS_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx"})  # repo_holes_js's files
 STATEMENTS = frozenset(
     {"expression_statement", "return_statement", "assert_statement"}
     | {"raise_statement", "delete_statement"}
@@ -147,7 +151,12 @@ def _is_value(node: Node) -> bool:
 
 
 def candidates(source: PackageTree, path: str, text: str) -> list[RepoHole]:
-    """Every hole of one file, in document order."""
+    """Every hole of one file, in document order: a Python file's here, a JavaScript or
+    TypeScript file's by `repo_holes_js` (which builds on this module, hence imported here)."""
+    if PurePosixPath(path).suffix in JS_SUFFIXES:
+        from spec_lsp.benchmarks.repo_holes_js import candidates as js_candidates
+
+        return js_candidates(source, path, text)
     parser = new_parser(spec_for("python"))
     if parser is None:
         return []

@@ -106,6 +106,7 @@ class PackageTree:
     tests: tuple[str, ...]
     license: str
     ignore: tuple[str, ...] = ()  # test files left out of the test runs
+    language: str = "python"  # "javascript" for the npm set's (TypeScript too): no pass@1
 
 
 def cache_dir() -> Path:

@@ -16,15 +16,23 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p = bsub.add_parser(
         "repo",
         help="repository context: holes that use a name from another file of a package (PyPI "
-        "packages fetched and cached), rows per context setting and llama-server's /infill",
+        "or npm packages fetched and cached), rows per context setting and llama-server's /infill",
     )
     p.add_argument("--preset", default="coder", help="model pair (default: coder)")
     p.add_argument("--device", default="auto", help="where the models run: auto, cpu or cuda")
     p.add_argument(
+        "--set",
+        dest="package_set",
+        choices=("pypi", "npm"),
+        default="pypi",
+        help="the pinned package list: pypi (Python, with pass@1) or npm (JavaScript and "
+        "TypeScript, no pass@1); with --source, how the folders' files are read (default: pypi)",
+    )
+    p.add_argument(
         "--packages",
         default="",
         metavar="A,B",
-        help="which of the default packages (default: all; `--list` shows them)",
+        help="which packages of the set (default: all; `--list` shows them)",
     )
     p.add_argument(
         "--source",
@@ -32,7 +40,7 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         action="append",
         default=[],
         metavar="DIR",
-        help="a package folder on disk instead of the default list (repeatable; no download)",
+        help="a package folder on disk instead of the set's list (repeatable; no download)",
     )
     p.add_argument("--holes", type=int, default=30, metavar="N", help="holes per package")
     p.add_argument("--seed", type=int, default=0, help="the holes' sampling seed")
@@ -48,7 +56,7 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     )
     p.add_argument("--no-tests", action="store_true", help="no pass@1 (the packages' own tests)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per test run")
-    p.add_argument("--list", action="store_true", help="print the default packages and exit")
+    p.add_argument("--list", action="store_true", help="print the chosen set's packages and exit")
     p.add_argument("--json", metavar="PATH", help="write the report with every answer")
     p.add_argument(
         "--merge",
@@ -64,17 +72,13 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def cmd_repo(args: argparse.Namespace) -> int:
     from spec_lsp.benchmarks.repo import RepoRun, main
-    from spec_lsp.benchmarks.repo_packages import PACKAGES, cache_dir
 
     if args.merge:
         from spec_lsp.benchmarks.repo_merge import main as merge_main
 
         return merge_main(args.merge, args.json)
     if args.list:
-        for package in PACKAGES:
-            print(f"{package.label:<24} sha256 {package.sha256}")
-        print(f"cached under {cache_dir()}")
-        return 0
+        return list_set(args.package_set)
     rows = tuple(r for r in args.rows.split(",") if r)
     if unknown := set(rows) - set(ROW_NAMES):
         print(f"spec-lsp bench repo: unknown rows {sorted(unknown)}", file=sys.stderr)
@@ -92,6 +96,23 @@ def cmd_repo(args: argparse.Namespace) -> int:
         threads=args.threads,
         llama_server=args.llama_server,
         gguf=args.gguf,
+        package_set=args.package_set,
     )
     names = [n for n in args.packages.split(",") if n]
     return main(plan, names, args.source, args.json)
+
+
+def list_set(package_set: str) -> int:
+    """Prints the set's pinned packages (name-version and checksum) and where they are cached."""
+    from spec_lsp.benchmarks.repo_npm import NPM_PACKAGES
+    from spec_lsp.benchmarks.repo_packages import PACKAGES, cache_dir
+
+    if package_set == "npm":
+        for npm in NPM_PACKAGES:
+            print(f"{npm.label:<24} {npm.integrity}")
+        print(f"cached under {cache_dir() / 'npm'}")
+    else:
+        for package in PACKAGES:
+            print(f"{package.label:<24} sha256 {package.sha256}")
+        print(f"cached under {cache_dir()}")
+    return 0
