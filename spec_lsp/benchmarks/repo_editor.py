@@ -71,11 +71,20 @@ def context_files(source: PackageTree, hole: RepoHole, open_files: int = OPEN_FI
     return chosen[::-1]
 
 
-def definition_line(text: str, name: str) -> int | None:
-    """The line that defines top-level or class-level `name` in `text`, if one does."""
+def definition_line(text: str, name: str, language: str = "python") -> int | None:
+    """The line that defines top-level or class-level `name` in `text`, if one does. Python:
+    `def`, `class`, `name =` or `name:` at the top; JavaScript and TypeScript (`language` one of
+    their ids): a function, class, interface, type, enum or const/let/var declaration (exported
+    or not), or `exports.name =` / `module.exports.name =`."""
     name = re.escape(name)
-    header = rf"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{name}\b"
-    pattern = re.compile(rf"{header}|^{name}[ \t]*[:=]", re.M)
+    if language == "python":
+        header = rf"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{name}\b"
+        pattern = re.compile(rf"{header}|^{name}[ \t]*[:=]", re.M)
+    else:
+        words = r"(?:(?:export|default|declare|abstract|async)[ \t]+)*"
+        kinds = r"(?:function[ \t]*\*?|class|interface|type|enum|const|let|var)"
+        header = rf"^[ \t]*{words}{kinds}[ \t]+{name}\b"
+        pattern = re.compile(rf"{header}|^(?:module\.)?exports\.{name}[ \t]*=", re.M)
     match = pattern.search(text)
     return None if match is None else text.count("\n", 0, match.start())
 
@@ -94,7 +103,7 @@ def edit_plan(hole: RepoHole, texts: dict[str, str], document: str) -> list[Line
     edits: list[LineEdit] = []
     source = hole.imports[0] if hole.imports else None
     if source is not None and source in texts:
-        row = definition_line(texts[source], hole.names[0])
+        row = definition_line(texts[source], hole.names[0], language_id(source))
         if row is not None:
             edits.append(LineEdit(source, row, texts[source].split("\n")[row]))
     row = previous_line(document, hole.start)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from spec_lsp.benchmarks.repo_editor import (
     context_files,
     definition_line,
@@ -102,3 +104,28 @@ def test_the_recent_edits_type_the_definition_and_the_line_above_back_in(tmp_pat
     assert definition_line(texts["src/mathy/units.py"], "nothing") is None
     assert previous_line("a\n\n\nb", 6) == 0
     assert previous_line("a", 0) is None
+
+
+@pytest.mark.parametrize(
+    "line, found",
+    [
+        ("export function area(w, h) {", True),
+        ("export default async function area() {", True),
+        ("function* area() {", True),
+        ("export const area = (w, h) => w * h;", True),
+        ("let area = 1", True),
+        ("export class area {}", True),
+        ("export interface area { w: number }", True),
+        ("export type area = number;", True),
+        ("exports.area = function () {};", True),
+        ("module.exports.area = 1;", True),
+        ("const areaOf = 1;", False),
+        ("return area(1, 2);", False),
+    ],
+)
+def test_the_definition_line_of_javascript_and_typescript_names(line: str, found: bool) -> None:
+    text = f"// header\n{line}\n"
+    assert definition_line(text, "area", "typescript") == (1 if found else None)
+    assert definition_line(text, "area", "javascript") == (1 if found else None)
+    assert definition_line("def area():\n", "area", "javascript") is None
+    assert definition_line("def area():\n", "area") == 0
