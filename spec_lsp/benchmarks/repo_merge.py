@@ -8,7 +8,8 @@ answers put together, every figure recomputed from the answers (`repo_score.summ
 `rows_on_common_holes` over the holes that every row answered, so a row run on fewer holes is
 compared on the holes it shares.
 
-The parts must ask the same question: the same preset, seed, maxTokens and open files (else
+The parts must ask the same question: the same preset, seed, maxTokens, open files and package
+set (else
 `MergeError` says which differs). A hole one row answered in two parts keeps the first part's
 answer, and the merge says so (`duplicates`). Each part's plan, and whether it was cut short,
 stays in `parts`.
@@ -25,7 +26,8 @@ from typing import Any
 from spec_lsp.benchmarks.repo import common, table
 from spec_lsp.benchmarks.repo_score import Score, summarize
 
-SAME = ("preset", "seed", "max_tokens", "open_files")  # plan fields every part must share
+# Plan fields every part must share (with their value in reports written before the field was).
+SAME = {"preset": None, "seed": None, "max_tokens": None, "open_files": None, "package_set": "pypi"}
 
 
 class MergeError(ValueError):
@@ -48,11 +50,12 @@ def merge(reports: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         raise MergeError("nothing to merge")
     first_name, first = reports[0]
     for name, report in reports[1:]:
-        for key in SAME:
-            if report["plan"].get(key) != first["plan"].get(key):
+        for key, old in SAME.items():
+            mine, theirs = report["plan"].get(key, old), first["plan"].get(key, old)
+            if mine != theirs:
                 raise MergeError(
-                    f"{name} asks with {key} {report['plan'].get(key)!r}, {first_name} with "
-                    f"{first['plan'].get(key)!r}: not the same bench"
+                    f"{name} asks with {key} {mine!r}, {first_name} with {theirs!r}: "
+                    "not the same bench"
                 )
     packages: dict[str, dict[str, Any]] = {}
     holes: dict[str, dict[str, Any]] = {}

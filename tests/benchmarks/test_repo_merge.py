@@ -78,7 +78,10 @@ def test_a_hole_answered_twice_keeps_the_first_answer_and_says_so() -> None:
     assert merged["duplicates"] == ["ring a-1/x.py:1"]
 
 
-@pytest.mark.parametrize("key, value", [("seed", 1), ("max_tokens", 32), ("preset", "bundled")])
+@pytest.mark.parametrize(
+    "key, value",
+    [("seed", 1), ("max_tokens", 32), ("preset", "bundled"), ("package_set", "npm")],
+)
 def test_parts_of_different_benches_are_refused(key: str, value: Any) -> None:
     first = part({"ring": {"a-1/x.py:1": "f(x)"}}, A)
     other = part({"ring": {"b-2/y.py:4": "h(z)"}}, B, **{key: value})
