@@ -50,8 +50,10 @@ from spec_lsp.engine.verify import greedy_accept, probs_from_logits, rejection_a
 from spec_lsp.engine.vocabulary import eos_ids
 
 # Copy drafts' lengths: up to passes of 32 rows, where AMX takes whole tiles of 16 (a 33rd row
-# would be a pass over the weights of its own on the vectors).
-COPY_K, COPY_K_MIN, COPY_K_MAX = 16, 4, 31
+# would be a pass over the weights of its own on the vectors); a rewrite starts at the longest
+# (its first lines are most often copied: 9% fewer one-row passes' worth of time than starting at
+# 16 on 16 next-edit cases, docs/benchmarks.md).
+COPY_K, COPY_K_MIN, COPY_K_MAX = 31, 4, 31
 REWRITE_DOCS = 2  # documents whose rewrite KV is kept
 Source = tuple[Drafter, AdaptiveK]  # a drafter and its gate
 
