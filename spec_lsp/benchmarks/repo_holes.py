@@ -25,50 +25,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tree_sitter import Node
 
+from spec_lsp.benchmarks.repo_hole import MAX_LINES, MIN_CHARS, RepoHole
+from spec_lsp.benchmarks.repo_holes_js import candidates as js_candidates
 from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.syntax.languages import new_parser, spec_for
 
-MAX_LINES = 3  # a hole's statement spans at most this many lines
-MIN_CHARS = 4  # and its hole at least this many characters but spaces
 JS_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx"})  # repo_holes_js's files
 STATEMENTS = frozenset(
     {"expression_statement", "return_statement", "assert_statement"}
     | {"raise_statement", "delete_statement"}
 )
-
-
-@dataclass(frozen=True)
-class RepoHole:
-    """A hole in `path` of package `package`: characters `start`..`end` of the file's text are
-    `expected`; `names` are the imported names it uses; `imports` the package files they come
-    from, `file_imports` all the package files its file imports (paths relative to the
-    package's root)."""
-
-    package: str
-    path: str
-    start: int
-    end: int
-    expected: str
-    names: tuple[str, ...]
-    imports: tuple[str, ...]
-    file_imports: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return f"{self.package}/{self.path}:{self.start}"
-
-    def document(self, text: str) -> str:
-        """The file's `text` with the hole removed (the cursor at `start`)."""
-        return text[: self.start] + text[self.end :]
-
-    def filled(self, text: str, answer: str) -> str:
-        """The file's `text` with `answer` written where the hole was."""
-        return text[: self.start] + answer + text[self.end :]
 
 
 def module_files(source: PackageTree) -> dict[str, str]:
@@ -152,10 +122,8 @@ def _is_value(node: Node) -> bool:
 
 def candidates(source: PackageTree, path: str, text: str) -> list[RepoHole]:
     """Every hole of one file, in document order: a Python file's here, a JavaScript or
-    TypeScript file's by `repo_holes_js` (which builds on this module, hence imported here)."""
+    TypeScript file's by `repo_holes_js`."""
     if PurePosixPath(path).suffix in JS_SUFFIXES:
-        from spec_lsp.benchmarks.repo_holes_js import candidates as js_candidates
-
         return js_candidates(source, path, text)
     parser = new_parser(spec_for("python"))
     if parser is None:

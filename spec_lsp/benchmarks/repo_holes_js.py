@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from spec_lsp.benchmarks.repo_holes import MAX_LINES, MIN_CHARS, RepoHole
+from spec_lsp.benchmarks.repo_hole import MAX_LINES, MIN_CHARS, RepoHole
 from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.syntax.languages import new_parser, spec_for
 

@@ -1,0 +1,39 @@
+"""A hole of `bench repo` (`RepoHole`) and the bounds every language's miner keeps: the type
+`repo_holes` (Python) and `repo_holes_js` (JavaScript, TypeScript) both make, apart from either
+so that neither imports the other's module to get it. It knows nothing of trees or servers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_LINES = 3  # a hole's statement spans at most this many lines
+MIN_CHARS = 4  # and its hole at least this many characters but spaces
+
+
+@dataclass(frozen=True)
+class RepoHole:
+    """A hole in `path` of package `package`: characters `start`..`end` of the file's text are
+    `expected`; `names` are the imported names it uses; `imports` the package files they come
+    from, `file_imports` all the package files its file imports (paths relative to the
+    package's root)."""
+
+    package: str
+    path: str
+    start: int
+    end: int
+    expected: str
+    names: tuple[str, ...]
+    imports: tuple[str, ...]
+    file_imports: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.package}/{self.path}:{self.start}"
+
+    def document(self, text: str) -> str:
+        """The file's `text` with the hole removed (the cursor at `start`)."""
+        return text[: self.start] + text[self.end :]
+
+    def filled(self, text: str, answer: str) -> str:
+        """The file's `text` with `answer` written where the hole was."""
+        return text[: self.start] + answer + text[self.end :]
