@@ -37,3 +37,26 @@ class RepoHole:
     def filled(self, text: str, answer: str) -> str:
         """The file's `text` with `answer` written where the hole was."""
         return text[: self.start] + answer + text[self.end :]
+
+
+def cut_hole(
+    label: str,
+    path: str,
+    text: str,
+    data: bytes,
+    span: tuple[int, int],
+    used: list[str],
+    names: dict[str, str],
+) -> RepoHole | None:
+    """The hole of `text` (`data` its UTF-8 bytes, `span` a range of them: the first imported
+    name's use to the statement's end) that uses the imported names `used`, in order (`names`:
+    name -> the file it comes from); None under MIN_CHARS. Every language's miner cuts with it."""
+    start = len(data[: span[0]].decode("utf-8", "surrogatepass"))
+    end = start + len(data[span[0] : span[1]].decode("utf-8", "surrogatepass"))
+    expected = text[start:end]
+    if len(expected.replace(" ", "")) < MIN_CHARS:
+        return None
+    found = tuple(dict.fromkeys(used))
+    imports = tuple(dict.fromkeys(names[n] for n in found))
+    every = tuple(sorted(set(names.values())))
+    return RepoHole(label, path, start, end, expected, found, imports, every)

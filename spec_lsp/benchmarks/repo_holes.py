@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from tree_sitter import Node
 
-from spec_lsp.benchmarks.repo_hole import MAX_LINES, MIN_CHARS, RepoHole
+from spec_lsp.benchmarks.repo_hole import MAX_LINES, RepoHole, cut_hole
 from spec_lsp.benchmarks.repo_holes_js import candidates as js_candidates
 from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.syntax.languages import new_parser, spec_for
@@ -140,15 +140,10 @@ def candidates(source: PackageTree, path: str, text: str) -> list[RepoHole]:
         ]
         if not used:
             continue
-        start = len(data[: used[0].start_byte].decode("utf-8", "surrogatepass"))
-        end = start + len(data[used[0].start_byte : node.end_byte].decode("utf-8", "surrogatepass"))
-        expected = text[start:end]
-        if len(expected.replace(" ", "")) < MIN_CHARS:
-            continue
-        found = tuple(dict.fromkeys(_text(n) for n in used))
-        imports = tuple(dict.fromkeys(names[n] for n in found))
-        every = tuple(sorted(set(names.values())))
-        holes.append(RepoHole(source.label, path, start, end, expected, found, imports, every))
+        span = (used[0].start_byte, node.end_byte)
+        hole = cut_hole(source.label, path, text, data, span, [_text(n) for n in used], names)
+        if hole is not None:
+            holes.append(hole)
     return holes
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from spec_lsp.benchmarks.repo_hole import MAX_LINES, MIN_CHARS, RepoHole
+from spec_lsp.benchmarks.repo_hole import MAX_LINES, RepoHole, cut_hole
 from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.syntax.languages import new_parser, spec_for
 
@@ -191,14 +191,8 @@ def candidates(source: PackageTree, path: str, text: str) -> list[RepoHole]:
         if not used or used[0].start_byte in starts:
             continue
         starts.add(used[0].start_byte)
-        start = len(data[: used[0].start_byte].decode("utf-8", "surrogatepass"))
-        end_byte = _code_end(node)
-        end = start + len(data[used[0].start_byte : end_byte].decode("utf-8", "surrogatepass"))
-        expected = text[start:end]
-        if len(expected.replace(" ", "")) < MIN_CHARS:
-            continue
-        found = tuple(dict.fromkeys(_text(n) for n in used))
-        imports = tuple(dict.fromkeys(names[n] for n in found))
-        every = tuple(sorted(set(names.values())))
-        holes.append(RepoHole(source.label, path, start, end, expected, found, imports, every))
+        span = (used[0].start_byte, _code_end(node))
+        hole = cut_hole(source.label, path, text, data, span, [_text(n) for n in used], names)
+        if hole is not None:
+            holes.append(hole)
     return holes
