@@ -54,6 +54,13 @@ def text_of(lines: list[str]) -> str:
     return "".join(lines)
 
 
+def two_line_change(repo: Repo, base: list[str], k: int | str) -> None:
+    """Commits `base` with its lines 2 and 6 changed to name `k`: one two-hunk case."""
+    new = list(base)
+    new[2], new[6] = f"k{k} = 2\n", f"k{k} = 6\n"
+    repo.commit({"d.py": text_of(new)}, f"change {k}")
+
+
 def offset(lines: list[str], line: int) -> int:
     return len(text_of(lines[:line]))
 
@@ -158,13 +165,9 @@ def test_the_choice_is_deterministic_sampled_in_history_order_and_deduplicated(
     base = numbered(30)
     repo.commit({"d.py": text_of(base)})
     for k in range(6):
-        new = list(base)
-        new[2], new[6] = f"k{k} = 2\n", f"k{k} = 6\n"
-        repo.commit({"d.py": text_of(new)}, f"change {k}")
+        two_line_change(repo, base, k)
         repo.commit({"d.py": text_of(base)}, f"revert {k}")
-    new = list(base)
-    new[2], new[6] = "k0 = 2\n", "k0 = 6\n"
-    repo.commit({"d.py": text_of(new)}, "change 0 again")  # the same case as change 0
+    two_line_change(repo, base, 0)  # the same case as change 0
     everything = mine(tmp_path, limit=100, negatives=0)
     # 6 changes and 6 reverts, each one case; the repeated change counts once
     assert len(everything) == 12 and len({c.key() for c in everything}) == 12
@@ -224,15 +227,11 @@ def test_a_fixed_revision_mines_the_same_cases_whatever_is_committed_after_it(
     base = numbered(30)
     repo.commit({"d.py": text_of(base)})
     for k in range(3):
-        new = list(base)
-        new[2], new[6] = f"k{k} = 2\n", f"k{k} = 6\n"
-        repo.commit({"d.py": text_of(new)}, f"change {k}")
+        two_line_change(repo, base, k)
     fixed = repo.git("rev-parse", "HEAD").strip()
     then = mine(tmp_path, limit=100, negatives=0)
     for k in range(3, 6):
-        new = list(base)
-        new[2], new[6] = f"k{k} = 2\n", f"k{k} = 6\n"
-        repo.commit({"d.py": text_of(new)}, f"change {k}")
+        two_line_change(repo, base, k)
     assert mine(tmp_path, limit=100, negatives=0) != then
     assert mine(tmp_path, limit=100, negatives=0, rev=fixed) == then
     assert mine(tmp_path, limit=100, negatives=0, rev=fixed[:10]) == then
