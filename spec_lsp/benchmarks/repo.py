@@ -226,15 +226,18 @@ def _package(source: PackageTree, holes: list[RepoHole], scorer: Scorer) -> dict
 
 
 def _per_package(scorer: Scorer, work: list[tuple[PackageTree, list[RepoHole]]]) -> dict[str, Any]:
-    """Exact match per package and row."""
-    out: dict[str, Any] = {}
-    for source, _ in work:
-        prefix = source.label + "/"
-        out[source.label] = {
-            row: summarize([s for s in scores if s.hole.startswith(prefix)])["exact_match"]
-            for row, scores in scorer.scores.items()
+    return per_package(scorer.scores, [source.label for source, _ in work])
+
+
+def per_package(scores: dict[str, list[Score]], labels: list[str]) -> dict[str, Any]:
+    """Exact match per package (by label) and row."""
+    return {
+        label: {
+            row: summarize([s for s in mine if s.hole.startswith(label + "/")])["exact_match"]
+            for row, mine in scores.items()
         }
-    return out
+        for label in labels
+    }
 
 
 COLUMNS = (  # title, figure, format

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spec_lsp.benchmarks.repo import common, table
+from spec_lsp.benchmarks.repo import common, per_package, table
 from spec_lsp.benchmarks.repo_score import Score, summarize
 
 # Plan fields every part must share (with their value in reports written before the field was).
@@ -77,7 +77,6 @@ def merge(reports: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
                     continue
                 mine[s.hole] = s
     scores = {row: list(by_hole.values()) for row, by_hole in answers.items()}
-    labels = list(packages)
     return {
         "preset": first["preset"],
         "plan": first["plan"] | {"rows": list(scores)},
@@ -86,13 +85,7 @@ def merge(reports: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         "interrupted": any(r.get("interrupted") for _, r in reports),
         "rows": {row: summarize(s) for row, s in scores.items()},
         "rows_on_common_holes": common(scores),
-        "per_package": {
-            label: {
-                row: summarize([s for s in mine if s.hole.startswith(label + "/")])["exact_match"]
-                for row, mine in scores.items()
-            }
-            for label in labels
-        },
+        "per_package": per_package(scores, list(packages)),
         "test_runs": sum(r.get("test_runs", 0) for _, r in reports),
         "server_messages": [m for _, r in reports for m in r.get("server_messages", [])],
         "answers": {row: [vars(s) for s in mine] for row, mine in scores.items()},
