@@ -110,6 +110,9 @@ class Prompt:
     lead: str = ""  # typed text left out of the prompt: the model's completion must begin with it
     markers: tuple[str, ...] = ()  # other files' block markers in the prompt (`Cut.markers`)
     middle: str = ""  # PSM: the typed text after the middle marker (its lead left out)
+    # The prompt ends in typed text cut inside a word or after a sign (`_cache(`, `self.h`):
+    # its last token may be healed (`GenerationRequest.heal`). Not where a lead was left out.
+    heal: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,9 @@ class PromptBuilder:
                 prefix = header + prefix
                 context_used = True
         text = files + self.template.render(prefix, suffix, middle)
-        return Prompt(text, start, context_used, lead, middle=middle)
+        # Every layout ends in the typed line (PSM's middle, SPM's and the plain prefix).
+        heal = not lead and lines[row][:col][-1:] not in ("", " ", "\t")
+        return Prompt(text, start, context_used, lead, middle=middle, heal=heal)
 
     def _anchor(
         self, doc_id: str, start: int, window: str, col: int, suffix: str, remember: bool

@@ -92,6 +92,23 @@ def test_two_blanks_after_code_a_tab_or_column_0_are_kept_in_the_prompt() -> Non
     assert builder.build("b", ["def f():", ""], 1, 0).lead == ""
 
 
+def test_a_prompt_ending_in_typed_code_may_be_healed_one_ending_in_a_blank_or_marker_not() -> None:
+    psm = PromptBuilder("qwen", 256, 16)
+    assert psm.build("a", ["def f(cache):", "    return _cache("], 1, 18).heal
+    assert psm.build("b", ["x = self.ho"], 0, 11).heal
+    assert not psm.build("c", ["def f(x):", "    raise "], 1, 10).heal  # a lead left out
+    assert not psm.build("d", ["def f(x):", ""], 1, 0).heal  # ends in the middle marker
+    assert not psm.build("e", ["x =  "], 0, 5).heal  # two blanks typed: kept, not a word
+    plain = PromptBuilder("none", 256, 16)
+    assert plain.build("f", ["total = len("], 0, 12).heal
+    assert not plain.build("g", ["def f():", ""], 1, 0).heal
+    spm_layouts = [name for name, t in TEMPLATES.items() if t.layout == "spm"]
+    assert spm_layouts
+    for name in spm_layouts:  # suffix first: the prompt ends in the typed prefix
+        spm = PromptBuilder(name, 256, 16).build("h", ["total = len("], 0, 12)
+        assert spm.text.endswith("total = len(") and spm.heal
+
+
 def test_unlead_removes_the_typed_lead_or_says_the_completion_differs() -> None:
     assert unlead(" return x", " ") == "return x"
     assert unlead("", " ") == ""

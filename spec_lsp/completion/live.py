@@ -127,6 +127,7 @@ def request_for(
         prefill_chunk=rule.prefill_chunk,
         idle=rule.idle,
         short_prompt=short,
+        heal=cut.heal,
     )
 
 

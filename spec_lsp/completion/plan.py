@@ -170,7 +170,7 @@ class Planner:
         marks = markers(family, doc.language_id, chunks, doc.uri) if files else ()
         prompt = replace(prompt, markers=marks)
         cap = self._block_tokens if cutter.block else None  # the block's, else `max_tokens`
-        cut = Cut(cutter, prompt.lead, prompt.markers, cap)
+        cut = Cut(cutter, prompt.lead, prompt.markers, cap, prompt.heal)
         key = (prompt.text, prompt.lead, cut.mode, cutter.block, *self._generation)
         short = None
         if self.prompts is not None and remember:

@@ -54,6 +54,8 @@ class Cut:
     # The generation's token cap where the whole-block rule holds (`Planner`: `blockTokens`);
     # None: the options' `max_tokens`.
     max_tokens: int | None = None
+    # The prompt's last token may be healed (`Prompt.heal`, the engine's `healing.py`).
+    heal: bool = False
 
     def _before_marker(self, rest: str) -> int | None:
         """Where the first file marker in `rest` begins (None: no marker)."""

@@ -107,6 +107,10 @@ class GenerationRequest:
     # requests do not wait for its whole window's prefill (`cold.py`); idle work fills the
     # window meanwhile. A backend without per-document KV ignores it.
     short_prompt: str | None = None
+    # The prompt ends in text the person typed, cut anywhere in a word (`healing.py`): the
+    # engine may take its last token off and let the first token extend it (token healing); the
+    # output still begins at the cursor. A backend that cannot ignores it.
+    heal: bool = False
 
 
 @dataclass

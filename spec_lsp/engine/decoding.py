@@ -25,6 +25,9 @@ class Decoding:
     text: str = ""
     done: bool = False
     departures: list[tuple[int, float]] = field(default_factory=list)
+    # A healed prompt's cut token text (`healing.py`): the output's first token begins with it,
+    # and it is no part of the text (which begins at the cursor).
+    skip: str = ""
 
 
 def emit(
@@ -39,7 +42,7 @@ def emit(
             break
         run.generated.append(token)
         stats.generated_tokens = len(run.generated)
-        text = decode(run.generated)
+        text = decode(run.generated)[len(run.skip) :]
         if text.endswith("\ufffd"):  # an incomplete UTF-8 sequence: wait for the next token
             if len(run.generated) >= req.max_new_tokens:
                 stats.stop_reason = "max_tokens"

@@ -43,6 +43,7 @@ from spec_lsp.engine.drafters import (
 from spec_lsp.engine.forward import Forwards
 from spec_lsp.engine.gate import AdaptiveK, Gates, measured_draft_cost, plan_round, record
 from spec_lsp.engine.head import SpecHead
+from spec_lsp.engine.healing import Healer, constrain
 from spec_lsp.engine.lean import Interrupted, interruptible
 from spec_lsp.engine.options import EngineOptions as EngineOptions  # the engine's knobs
 from spec_lsp.engine.proposal import Drafter
@@ -85,6 +86,7 @@ class SpecEngine(api.BackendBase):
         self.tokenizer_source = ""  # where loading took the tokenizer from (a stand-in's says so)
         self.device = str(target.device)
         self.vocab_limit: int | None = None  # random weights: a vocabulary under the tokenizer's
+        self._healer: Healer | None = None  # built at the first prompt healed (`healing.py`)
         max_tokens = self.options.max_cached_tokens or tokens_for_budget(self, self.options)
         self.docs = DocumentStates(self.options.max_docs, max_tokens, kvdisk.for_engine(self))
         # Rewrites (requests with a `reference`) keep their KV apart, one document's window.
@@ -140,6 +142,9 @@ class SpecEngine(api.BackendBase):
         self._store(request).restore(request.doc_id if request.reuse_kv else None, prompt)
         if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:
             prompt, stats.short_window = short, True  # a cold window: its short one answers
+        allowed = None
+        if request.heal and (healed := self.healing().heal(prompt)) is not None:
+            prompt, run.skip, allowed = healed.prompt, healed.text, healed.allowed
         stats.prompt_tokens = len(prompt)
         state = self._doc_state(cold.short_request(request) if short else request, method)
         generator = None
@@ -149,7 +154,7 @@ class SpecEngine(api.BackendBase):
                 request.seed if request.seed is not None else int(time.time_ns()) & 0xFFFFFFFF
             )
         try:
-            self._decode(run, state, prompt, method, generator)
+            self._decode(run, state, prompt, method, generator, allowed)
         finally:
             if request.doc_id is not None and request.reuse_kv:
                 self._store(request).evict(keep=request.doc_id)
@@ -161,6 +166,12 @@ class SpecEngine(api.BackendBase):
         return GenerationResult(run.text, run.generated, stats, run.departures)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def healing(self) -> Healer:
+        """The vocabulary table token healing uses (`healing.py`), for the current vocabulary."""
+        if self._healer is None or self._healer.vocab_limit != self.vocab_limit:
+            self._healer = Healer(self.tokenizer, self.vocab_limit)
+        return self._healer
 
     def _window(self, text: str) -> list[int]:
         return window(self.encode(text), self.options.context_tokens, self.options.window_step)
@@ -196,8 +207,10 @@ class SpecEngine(api.BackendBase):
         prompt: list[int],
         method: DraftMethod,
         generator: torch.Generator | None,
+        allowed: torch.Tensor | None = None,
     ) -> None:
-        """Prefill, then speculative steps until a stop condition or cancellation."""
+        """Prefill, then speculative steps until a stop condition or cancellation. `allowed`:
+        the ids the first token may take (a healed prompt's)."""
         sources = self._sources(run.request, method, len(prompt), run.stats.short_window)
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
         if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
@@ -209,6 +222,8 @@ class SpecEngine(api.BackendBase):
         logits = self._prefill(run, state, prompt, drafting)
         if logits is None:
             return
+        if allowed is not None:
+            logits = constrain(logits[-1], allowed)[None]
         first = self._sample(logits, run.request, generator, run.request.first_rank)[0]
         emit(run, self.decode, self.eos_ids, [first])
         while not run.done and not self._cancelled(run):

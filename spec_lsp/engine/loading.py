@@ -273,6 +273,8 @@ def load_engine(
     if random_weights:
         engine.vocab_limit = min(m.config.vocab_size for m in (target, draft) if m is not None)
     report("warming up", 0.93)
+    if not random_weights:  # a second for a real vocabulary, not on a first keystroke
+        engine.healing().build()
     warm_up(engine)
     report("ready", 1.0)
     return engine
