@@ -15,6 +15,7 @@ to the other package's (an import that resolves to a file of the same package is
 |---------------------|-----------|-------------|-------------|
 | `definitions_edits` | on        | on          | on          |
 | `definitions`       | on        | on          | off         |
+| `definitions_only`  | off       | on          | off         |
 | `ring`              | on        | off         | off         |
 | `in_file`           | off       | off         | off         |
 
@@ -48,6 +49,7 @@ from spec_lsp.replay.handshake import client_capabilities, wait_ready
 ROWS: dict[str, dict[str, bool]] = {
     "definitions_edits": {"crossFile": True, "definitions": True, "editContext": True},
     "definitions": {"crossFile": True, "definitions": True, "editContext": False},
+    "definitions_only": {"crossFile": False, "definitions": True, "editContext": False},
     "ring": {"crossFile": True, "definitions": False, "editContext": False},
     "in_file": {"crossFile": False, "definitions": False, "editContext": False},
 }

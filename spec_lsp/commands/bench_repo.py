@@ -9,7 +9,14 @@ from pathlib import Path
 
 from spec_lsp.commands.peer_args import add_llama_server_arguments
 
-ROW_NAMES = ("definitions_edits", "definitions", "ring", "in_file", "llama_server_ring")
+ROW_NAMES = (
+    "definitions_edits",
+    "definitions",
+    "definitions_only",
+    "ring",
+    "in_file",
+    "llama_server_ring",
+)
 
 
 def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

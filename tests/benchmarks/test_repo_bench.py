@@ -19,7 +19,7 @@ from spec_lsp.replay.framing import encode, read_frame
 from tests.benchmarks.repo_fixture import REPORT_HOLES, write_package
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS = ("definitions_edits", "definitions", "ring", "in_file")
+ROWS = ("definitions_edits", "definitions", "definitions_only", "ring", "in_file")
 
 
 def _answer(doc: ReplayDocument, position: dict[str, int], edits_ok: bool) -> str:
