@@ -62,7 +62,8 @@ def test_healed_output_begins_at_the_cursor(target, tokenizer) -> None:  # type:
     first = tokenizer.decode(healed.token_ids[:1])
     assert first.startswith(cut)
     assert healed.text == tokenizer.decode(healed.token_ids)[len(cut) :]
-    assert healed.stats.prompt_tokens == len(tokenizer(CUT, add_special_tokens=False)["input_ids"]) - 1
+    whole = tokenizer(CUT, add_special_tokens=False)["input_ids"]
+    assert healed.stats.prompt_tokens == len(whole) - 1
 
 
 @pytest.mark.parametrize("method", ["ngram", "draft", "both"])
