@@ -2,13 +2,13 @@
 
 A prompt cut at the cursor ends where the person stopped typing, which is rarely where the
 tokenizer would end a token. Qwen's tokenizer writes `_cache(LRUCache` as `_cache`, `(L`, `R`, ...
-and `self.ho` as `self`, `.ho`: a prompt that ends in `_cache(` or `self.h` ends in a token that,
-in training, is almost never followed by the rest of the word as a token of its own. The model then
-answers with a space (` LRUCache`), another name or nothing at all (measured on `bench repo`'s
-holes, docs/benchmarks.md). Healing takes the prompt's last token off and lets the model choose
-the first token among those whose text begins with it (`(` may become `(L`, `(self` or stay `(`),
-then cuts that text off the output: the model writes the boundary it knows, and the output still
-begins at the cursor.
+and `values.append` as `values`, `.append`: a prompt that ends in `_cache(` or `values.` ends in a
+token that, in training, is almost never followed by the rest of the word as a token of its own.
+The model then answers with a space (` LRUCache`), another name or nothing at all (measured on
+`bench repo`'s holes, docs/benchmarks.md). Healing takes the prompt's last token off and lets the
+model choose the first token among those whose text begins with it (`(` may become `(L`, `(self`
+or stay `(`), then cuts that text off the output: the model writes the boundary it knows, and the
+output still begins at the cursor.
 
 Only the first token is constrained, so speculation is unchanged: the first token comes from the
 prefill's logits with or without drafting, and every later token is verified as before. A token
