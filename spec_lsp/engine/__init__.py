@@ -5,7 +5,8 @@ The speculative core, at the top:
 - `api`: the torch-free contract (request, result, stats, `StopFn`, `Backend`, `CancelToken`).
 - `engine`: the loop around a short `speculative_step` (draft -> verify -> accept); `options`:
   its knobs (`EngineOptions`); `decoding`: one generation's state and stop conditions;
-  `proposal`: what a drafter proposes (`Proposal`, the `Drafter` protocol).
+  `proposal`: what a drafter proposes (`Proposal`, the `Drafter` protocol); `healing`: token
+  healing (the prompt's last token dropped, the first generated one constrained to extend it).
 - `drafters`, `verify`, `gate`, `timing`: proposals (n-gram lookup, a draft model or head, the copy
   drafter of speculative edits), the accept/reject math, whether and how far a round drafts, priced
   on the target's measured pass costs.

@@ -76,7 +76,12 @@ function M.ensure(cmd, cwd)
   if M.answers(path) then
     return path
   end
-  vim.fn.mkdir(M.dir(), "p", tonumber("700", 8))
+  -- Two editors starting at once both create the folder: `mkdir -p` raises E739 in the one that
+  -- loses the race, which is fine as long as the folder is there afterwards.
+  local made, mkdir_err = pcall(vim.fn.mkdir, M.dir(), "p", tonumber("700", 8))
+  if not made and vim.fn.isdirectory(M.dir()) == 0 then
+    return nil, ("cannot create %s: %s"):format(M.dir(), tostring(mkdir_err))
+  end
   local full = M.serve_cmd(cmd, path)
   local opts = { detach = true, cwd = cwd, stdout = false, stderr = false }
   local ok, err = pcall(vim.system, full, opts)
