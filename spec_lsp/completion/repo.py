@@ -11,8 +11,9 @@ after it (the file's window, ~850 tokens with the `coder` preset: seconds on a C
 document's first refresh the definitions change only when one the cursor itself wants (the call
 being written, the receiver's type: `Definition.primary`) is not shown; names merely used nearby
 come along then. A change keeps the definitions it had, in their order, and adds the new ones
-after them; to fit (`MAX_DEFINITIONS`, the char budget) those no longer wanted go first, oldest
-first.
+after them; to fit (`MAX_DEFINITIONS`, the char budget) the most wanted are kept first (a
+class too large for what is left shows fewer members, another definition is passed over), those
+no longer wanted last, oldest dropped first.
 
 Privacy: the index admits no private or excluded file (`neighbours.private`, checked again when
 the options change), and an edit of one is never recorded nor shown. `definitions` off: no index
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from spec_lsp.completion.editor_definitions import EditorDefinitions
 from spec_lsp.completion.history import EditHistory
@@ -34,7 +35,7 @@ from spec_lsp.completion.neighbours import private, uri_path
 from spec_lsp.config import Options
 from spec_lsp.symbols import Definition, SymbolIndex, definitions_near
 from spec_lsp.symbols.lookup import MAX_DEFINITIONS
-from spec_lsp.symbols.render import render_definitions
+from spec_lsp.symbols.render import MAX_MEMBERS, render_definitions
 from spec_lsp.symbols.walk import WATCHED_GLOB
 
 __all__ = ["WATCHED_GLOB", "RepoContext"]
@@ -163,10 +164,30 @@ class RepoContext:
             return old
         old = valid
         out = old + [d for d in new if d not in old]
-        while out and (len(out) > MAX_DEFINITIONS or self._size(out) > chars):
-            stale = next((d for d in out if d not in new), out[0])
-            out.remove(stale)
-        return out
+        # Kept most wanted first (`new`'s order: the call being written and the receiver's type
+        # lead), then those no longer wanted, newest first; a class too large for what is left
+        # shows fewer members, anything else too large is passed over for the next. What is
+        # kept stays in `out`'s order (the old ones where they were).
+        stale = [d for d in out if d not in new]
+        kept: list[Definition] = []
+        for d in [d for d in new if d in out] + stale[::-1]:
+            if len(kept) >= MAX_DEFINITIONS:
+                break
+            fits = self._fitted(d, kept, chars)
+            if fits is not None:
+                kept.append(fits)
+        return [next(k for k in kept if k == d) for d in out if d in kept]
+
+    def _fitted(self, d: Definition, kept: list[Definition], chars: int) -> Definition | None:
+        """`d` as it fits beside `kept` within `chars`: whole, or a class with fewer members (its
+        header alone at the least), else None."""
+        if self._size([*kept, d]) <= chars:
+            return d
+        for shown in range(min(len(d.members), MAX_MEMBERS) - 1, -1, -1):
+            fewer = replace(d, shown=shown)
+            if self._size([*kept, fewer]) <= chars:
+                return fewer
+        return None
 
     def _size(self, definitions: list[Definition]) -> int:
         return sum(len(name) + len(text) for name, text in self._definition_chunks(definitions))

@@ -4,7 +4,8 @@ A function is its signature and its doc's first line; a class is its header, doc
 methods' signatures. Python gets stubs a model reads as code (`def f(x) -> int: ...` with the
 docstring); the brace languages get the signatures, each doc as a `//` comment above it, a
 class's members indented under its header. One file's definitions come out in the order given.
-A definition the editor's language server sent (`Definition.text`) comes out as that text.
+A definition the editor's language server sent (`Definition.text`) comes out as that text; a
+class whose `Definition.shown` is set shows that many members.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def render_definitions(path: str, definitions: list[Definition]) -> str:
 def _members(definition: Definition) -> list[Tag]:
     fields = [t for t in definition.members if t.kind == "field"]
     methods = [t for t in definition.members if t.kind == "method"]
-    return (fields + methods)[:MAX_MEMBERS]
+    most = MAX_MEMBERS if definition.shown < 0 else min(definition.shown, MAX_MEMBERS)
+    return (fields + methods)[:most]
 
 
 def _python(definition: Definition) -> str:

@@ -100,10 +100,12 @@ async def test_a_pause_changes_the_definitions_only_for_a_call_not_yet_shown(
     clock = Clock()
     service, backend = await served(tmp_path, clock=clock)
     uri = (tmp_path / "main.py").as_uri()
-    text = "from shapes import Rectangle\nfrom colors import blend\n\nr = Rectangle(2, 3)\n"
+    # `colors` is imported as a module: its names are not among those the file imports one by
+    # one, which fill the room left at the first pause (`lookup.imported`).
+    text = "from shapes import Rectangle\nimport colors\n\nr = Rectangle(2, 3)\n"
     service.did_open(uri, "python", 1, text)
     heads = []
-    for version, typed in enumerate(["x = r.", "\ny = 1 + blend", "(", "\nz = r.", "\n"], 2):
+    for version, typed in enumerate(["x = r.", "\ny = 1 + colors.blend", "(", "\nz = r.", "\n"], 2):
         clock.advance(5)  # a pause before each: other files' context may change
         row, col = end(service, uri)
         service.did_change(uri, version, [((row, col, row, col), typed)], "utf-16")
@@ -144,3 +146,36 @@ async def test_a_save_keeps_the_buffer_and_a_close_reads_the_disk_again(tmp_path
     service.did_close(uri)  # closed without saving: the file on disk again
     assert repo.index.defining("unsaved_helper") == []
     assert repo.index.defining("Rectangle") == [str(shapes)]
+
+
+def test_a_tight_budget_keeps_the_call_being_written_and_trims_a_large_class(
+    tmp_path: Path,
+) -> None:
+    """Where not all the definitions fit, the least wanted go (the call being written stays, even
+    after names imported and merely used), and a class larger than the room left shows its
+    header and as many members as fit rather than nothing."""
+    from spec_lsp.completion.repo import RepoContext
+
+    fields = "".join(f"    field_{i}: int\n" for i in range(12))
+    (tmp_path / "big.py").write_text(f'class Big:\n    """A large record."""\n{fields}')
+    helpers = "".join(f"def helper_{i}(value, other):\n    'Helps {i}.'\n" for i in range(6))
+    (tmp_path / "helpers.py").write_text(helpers)
+    names = ", ".join(f"helper_{i}" for i in range(6))
+    main = f"from helpers import {names}\nfrom big import Big\n\nhelper_5(1, 2)\nb = Big("
+    (tmp_path / "main.py").write_text(main)
+    repo = RepoContext()
+    repo.configure(Options(definitions=True, edit_context=False))
+    repo.index.roots = (str(tmp_path),)
+    repo.index.build(repo.index.roots)
+    uri = (tmp_path / "main.py").as_uri()
+    lines = main.split("\n")
+    repo.refresh(uri, lines, len(lines) - 1, len(lines[-1]), 300)
+    shown = "".join(text for _name, text in repo.chunks(uri))
+    assert shown.startswith('class Big:\n    """A large record."""\n    field_0: int\n')
+    assert "field_11" not in shown and len(shown) <= 200  # two thirds of 300, names included
+    repo.refresh(uri, lines, len(lines) - 1, len(lines[-1]), 3000)  # room for all: unchanged
+    assert "".join(text for _name, text in repo.chunks(uri)) == shown  # the call's is shown
+    repo._frozen.clear()  # a first pause again, with room for all
+    repo.refresh(uri, lines, len(lines) - 1, len(lines[-1]), 3000)
+    everything = "".join(text for _name, text in repo.chunks(uri))
+    assert "field_11: int" in everything and "def helper_0(value, other)" in everything
