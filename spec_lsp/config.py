@@ -218,8 +218,7 @@ SETTINGS: tuple[Setting, ...] = (
         "definitions",
         True,
         "definitions of the names near the cursor (the call being written, the receiver's type, "
-        "names used in the enclosing function, then the file's other imported names) from an "
-        "index of the workspace's files, as "
+        "names used in the enclosing function) from an index of the workspace's files, as "
         "signatures with their docstrings' first lines, in completion prompts (never a private "
         "or git-ignored file's); false: none, and no index",
     ),

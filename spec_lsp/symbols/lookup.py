@@ -1,21 +1,21 @@
-"""The definitions of the names near a cursor, from the index: what the model needs to know of
-the code the line being written calls.
+"""The definitions of the names near a cursor, from the index: what the model needs to know of the
+code the line being written calls.
 
 The names, most wanted first (`references`): the call being written (`shapes.area(` -> `shapes`,
-`area`), the receiver before a `.` at the cursor and its type where an assignment or annotation
-in the enclosing function says it (`r = Rectangle(...)`, `r: Rectangle`, `r := geom.Rect{`; for
-`self`, `this` and `cls`, the bases of the enclosing class: its own body is in the file), then
-the names used in the enclosing function (read from the text: the lines up to the header above
-the cursor that is indented less), nearest first, then the rest of the names the file imports
-(`imported`: those not used yet first). Each resolves through the file's imports
-(`resolve.py`) to a top-level definition of the imported module (a submodule too), or of a module
-imported with `*`; in Go, to a definition in another file of the same package (folder), which
-needs no import. A name the file defines itself is left out: it is in the file already; a name it
-neither defines nor imports is not looked up elsewhere (a same-named definition in some other
-file is more often wrong than right).
+`area`), the receiver before a `.` at the cursor and its type where an assignment or annotation in
+the enclosing function says it (`r = Rectangle(...)`, `r: Rectangle`, `r := geom.Rect{`; for
+`self`, `this` and `cls`, the bases of the enclosing class: its own body is in the file), then the
+names used in the enclosing function (read from the text: the lines up to the header above the
+cursor that is indented less), nearest first. (The file's other imported names were tried as a fill
+for the room left, and cost exact matches on `bench repo`: docs/benchmarks.md.) Each resolves
+through the file's imports (`resolve.py`) to a top-level definition of the imported module (a
+submodule too), or of a module imported with `*`; in Go, to a definition in another file of the
+same package (folder), which needs no import. A name the file defines itself is left out: it is in
+the file already; a name it neither defines nor imports is not looked up elsewhere (a same-named
+definition in some other file is more often wrong than right).
 
-A class's `Definition` carries its fields and methods. Nothing here reads a file the index does
-not hold, so a private file's definitions are never returned.
+A class's `Definition` carries its fields and methods. Nothing here reads a file the index does not
+hold, so a private file's definitions are never returned.
 """
 
 from __future__ import annotations
@@ -233,33 +233,10 @@ def definitions_near(
     tags = index.tags(path) or FileTags()
     resolver = Resolver(index, os.path.abspath(path), tags)
     out: list[Definition] = []
-    wanted = references(lines, row, col)
-    named = {ref.name for ref in wanted}
-    wanted += [Reference(name) for name in imported(resolver, lines, row) if name not in named]
-    for ref in wanted:
+    for ref in references(lines, row, col):
         for found in resolver.resolve(ref, lines, row):
             if found.path != path and all(d.tag != found.tag for d in out):
                 out.append(replace(found, primary=ref.primary))
         if len(out) >= MAX_DEFINITIONS:
             break
     return out[:MAX_DEFINITIONS]
-
-
-def imported(resolver: Resolver, lines: list[str], row: int) -> list[str]:
-    """The names the file imports one by one (`from m import a`, `import {a} from "./m"`), those it
-    does not use yet first (imported to be written soon), in import order; then those it uses, the
-    nearest use to `row` first. After the names near the cursor, they fill what room is left."""
-    used: dict[str, int] = {}  # name -> distance of its nearest use to `row`
-    depth = 0  # brackets an import statement left open: `from m import (` up to its `)`
-    for i, text in enumerate(lines):
-        if depth > 0 or IMPORT.match(text):
-            depth = max(
-                0, depth + text.count("(") + text.count("{") - text.count(")") - text.count("}")
-            )
-            continue
-        for name in IDENT.findall(text):
-            if name in resolver.names:
-                used[name] = min(used.get(name, len(lines)), abs(i - row))
-    names = [local for local in resolver.names if local not in KEYWORDS and local != "*"]
-    unused = [n for n in names if n not in used]
-    return unused + sorted((n for n in names if n in used), key=lambda n: used[n])

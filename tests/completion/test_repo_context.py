@@ -100,8 +100,8 @@ async def test_a_pause_changes_the_definitions_only_for_a_call_not_yet_shown(
     clock = Clock()
     service, backend = await served(tmp_path, clock=clock)
     uri = (tmp_path / "main.py").as_uri()
-    # `colors` is imported as a module: its names are not among those the file imports one by
-    # one, which fill the room left at the first pause (`lookup.imported`).
+    # `colors.blend` is only used until the call: `colors` imported as a module, its member
+    # resolves through it.
     text = "from shapes import Rectangle\nimport colors\n\nr = Rectangle(2, 3)\n"
     service.did_open(uri, "python", 1, text)
     heads = []
@@ -151,9 +151,9 @@ async def test_a_save_keeps_the_buffer_and_a_close_reads_the_disk_again(tmp_path
 def test_a_tight_budget_keeps_the_call_being_written_and_trims_a_large_class(
     tmp_path: Path,
 ) -> None:
-    """Where not all the definitions fit, the least wanted go (the call being written stays, even
-    after names imported and merely used), and a class larger than the room left shows its
-    header and as many members as fit rather than nothing."""
+    """Where not all the definitions fit, the least wanted go (the call being written stays, a
+    name merely used above it goes), and a class larger than the room left shows its header and
+    as many members as fit rather than nothing."""
     from spec_lsp.completion.repo import RepoContext
 
     fields = "".join(f"    field_{i}: int\n" for i in range(12))
@@ -178,4 +178,5 @@ def test_a_tight_budget_keeps_the_call_being_written_and_trims_a_large_class(
     repo._frozen.clear()  # a first pause again, with room for all
     repo.refresh(uri, lines, len(lines) - 1, len(lines[-1]), 3000)
     everything = "".join(text for _name, text in repo.chunks(uri))
-    assert "field_11: int" in everything and "def helper_0(value, other)" in everything
+    assert "field_11: int" in everything and "def helper_5(value, other)" in everything
+    assert "helper_5" not in shown

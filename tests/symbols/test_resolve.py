@@ -118,23 +118,3 @@ def test_self_resolves_to_the_enclosing_classs_bases_from_other_files(tmp_path: 
     assert [d.tag.name for d in found] == ["Store"] and found[0].primary
     assert [m.name for m in found[0].members] == ["put"]
     assert names_at_end(index, tmp_path / "web.ts") == ["Widget"]
-
-
-def test_the_names_a_file_imports_fill_the_room_left_those_not_used_yet_first(
-    tmp_path: Path,
-) -> None:
-    """After the names near the cursor, the names the file imports one by one: those it does not
-    use yet first (a name imported is often about to be written), then the nearest used; names in
-    a bracketed import's own lines are imports, not uses; a module imported whole adds none."""
-    index = indexed(
-        tmp_path,
-        {
-            "m.py": "def near(): ...\ndef far(): ...\ndef fresh(): ...\ndef late(): ...\n",
-            "geo.py": "def area(): ...\n",
-            "main.py": (
-                "from m import (\n    far,\n    near,\n)\nfrom m import fresh, late\nimport geo\n\n"
-                "far()\n\n\n\n\ndef f():\n    near()\n    x = 1\n    "
-            ),
-        },
-    )
-    assert names_at_end(index, tmp_path / "main.py") == ["near", "fresh", "late", "far"]
