@@ -36,7 +36,7 @@ MAX_TOKENS = 64  # `bench repo`'s maxTokens: the prompt budget it leaves
 
 
 @dataclass
-class Tally:
+class ShownCounts:
     holes: int = 0
     shown: int = 0  # some definition shown
     resolved: int = 0  # the hole's first name resolves to a definition (not a module, say)
@@ -55,15 +55,15 @@ def definitions_budget(preset: str) -> int:
 
 def tally(
     roots: list[Path], holes_by_root: dict[Path, list[RepoHole]], budget: int
-) -> dict[str, Tally]:
+) -> dict[str, ShownCounts]:
     """Per package label (the root's name), the counts over its holes."""
     repo = RepoContext()
     repo.configure(Options(definitions=True, edit_context=False))
     repo.index.roots = tuple(str(r) for r in roots)
     repo.index.build(repo.index.roots)
-    out: dict[str, Tally] = {}
+    out: dict[str, ShownCounts] = {}
     for root, holes in holes_by_root.items():
-        t = out.setdefault(root.name, Tally())
+        t = out.setdefault(root.name, ShownCounts())
         for hole in holes:
             doc = hole.document(read(root, hole.path))
             row = doc.count("\n", 0, hole.start)
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     holes = {tree.root: mine(tree, args.holes, args.seed) for tree in trees}
     counts = tally([t.root for t in trees], holes, budget)
     print(f"definitions budget {budget} characters ({args.preset}); per package:")
-    total = Tally()
+    total = ShownCounts()
     for label, t in counts.items():
         print(
             f"  {label}: {t.holes} holes, a definition shown at {t.shown}; the hole's name has "
