@@ -7,7 +7,8 @@ keystroke followed by at least `pause_ms` (replayed) without another one. At eac
 - pause_to_suggestion: from the keystroke until a suggestion valid for that document is shown
   (0 when one typed through was still shown); pauses with none are counted as missed;
 - predicted chars: the shown suggestion is accepted in simulation and compared with what the
-  user typed next at the cursor; each typed character is counted once.
+  user typed next at the cursor; each typed character is counted once;
+- a missed pause is put down to one reason (`MISS_REASONS`), so a run says what to work on.
 stale_shown counts non-empty answers that did not fit the document when they arrived and were
 not cancelled by the client (an editor would have shown them); stale_dropped the cancelled ones.
 """
@@ -84,6 +85,10 @@ def _offset(text: str, position: dict[str, Any], encoding: str) -> int:
     return offset_of(text, int(position["line"]), int(position["character"]), encoding)
 
 
+def _line_before(text: str, cursor: int) -> str:
+    return text[text.rfind("\n", 0, cursor) + 1 : cursor]
+
+
 def percentiles(values: list[float], qs: tuple[int, ...] = (50, 90, 99)) -> dict[str, float | None]:
     """Linear-interpolation percentiles, rounded to 0.1 ms; None when there are no values."""
     out: dict[str, float | None] = {}
@@ -97,6 +102,16 @@ def percentiles(values: list[float], qs: tuple[int, ...] = (50, 90, 99)) -> dict
         value = ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
         out[f"p{q}"] = round(value, 1)
     return out
+
+
+# Why a pause got no suggestion, first match wins, from the requests sent for its document
+# between the keystroke and the next change:
+# - "empty": one was answered in the pause with nothing to add (or an error);
+# - "stale": one was answered in the pause with text that no longer fit the document;
+# - "late": one was still running when the next change came (cancelled by it, or answered
+#   after it): the answer took longer than the pause;
+# - "no request": none was sent (the client asked nothing).
+MISS_REASONS = ("empty", "stale", "late", "no request")
 
 
 @dataclass
@@ -120,6 +135,9 @@ class Tally:
     # per pause: when it began (seconds into the session's replay),
     # and its wait in ms (None: missed)
     pause_log: list[tuple[float, float | None]] = field(default_factory=list)
+    # per missed pause: when it began (s), how long it lasted (ms), why (MISS_REASONS), and the
+    # cursor's line up to the cursor (its last 60 characters)
+    missed: list[tuple[float, float | None, str, str]] = field(default_factory=list)
     # for the plot: per session, its name and its (sent or t, arrived or None, kind) events
     timeline: list[tuple[str, list[tuple[float, float | None, str]]]] = field(default_factory=list)
 
@@ -230,10 +248,44 @@ class SessionAnalysis:
             (round(pause.start, 2), None if wait is None else round(wait, 1))
         )
         change = self.trace.changes[pause.change_index]
+        if wait is None:
+            end = (
+                self.trace.changes[next_index].t
+                if next_index < len(self.trace.changes)
+                else math.inf
+            )
+            self.tally.missed.append(
+                (
+                    round(pause.start, 2),
+                    None if change.gap_ms is None else round(change.gap_ms, 1),
+                    self._miss_reason(change.uri, pause.start, end),
+                    _line_before(change.text, change.edits[-1].end_after)[-60:],
+                )
+            )
         suggestion = self.shown.get(change.uri)
         ghost = suggestion.remaining(change.text) if suggestion is not None else None
         if ghost:
             self.predicted.update(self._typed_next(pause.change_index, next_index, ghost))
+
+    def _miss_reason(self, uri: str, start: float, end: float) -> str:
+        """Why the pause from `start` to `end` got no suggestion (one of MISS_REASONS)."""
+        asked = [r for r in self.trace.requests if r.uri == uri and start <= r.sent < end]
+        if not asked:
+            return "no request"
+        answered = [r for r in asked if r.arrived is not None and r.arrived < end]
+        for record in answered:
+            if record.error is not None and record.error.get("code") not in (
+                REQUEST_CANCELLED,
+                SERVER_CANCELLED,
+            ):
+                return "empty"
+            if record.error is None:
+                suggestion = suggestion_of(record, self.trace.encoding)
+                if suggestion is None:
+                    return "empty"
+        if any(r.error is None and suggestion_of(r, self.trace.encoding) for r in answered):
+            return "stale"
+        return "late"
 
     def _typed_next(self, index: int, next_index: int, ghost: str) -> list[int]:
         """Indices of the characters typed after change `index` that `ghost` had predicted."""
@@ -300,7 +352,11 @@ def analyze(traces: list[SessionTrace], pause_ms: float = 300.0) -> tuple[dict[s
         SessionAnalysis(trace, pause_ms, session_tally).run()
         per_session.append(
             _figures(session_tally)
-            | {"name": trace.name, "pause_log": [list(p) for p in session_tally.pause_log]}
+            | {
+                "name": trace.name,
+                "pause_log": [list(p) for p in session_tally.pause_log],
+                "missed_pauses": [list(m) for m in session_tally.missed],
+            }
         )
         _merge(tally, session_tally)
     figures = _figures(tally)
@@ -338,6 +394,9 @@ def _figures(t: Tally) -> dict[str, Any]:
         "pauses_with_suggestion": len(t.pause_waits),
         "pause_waits_ms": sorted(round(w, 1) for w in t.pause_waits),  # each, for the record
         "typed_through_pauses": t.typed_through,
+        "pauses_missed": {
+            reason: sum(1 for m in t.missed if m[2] == reason) for reason in MISS_REASONS
+        },
         "predicted_chars": t.predicted_chars,
         "typed_chars": t.typed_chars,
     }

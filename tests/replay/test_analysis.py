@@ -95,6 +95,31 @@ def test_a_pause_with_only_empty_answers_has_no_suggestion() -> None:
     assert figures["pause_to_suggestion_ms"]["p50"] is None
 
 
+def test_each_missed_pause_is_put_down_to_one_reason() -> None:
+    typing = Typing()
+    typing.key(1.0, "a", gap_ms=500)  # answered in the pause, with nothing to add
+    typing.answer(typing.ask(1.0), 1.2, None)
+    typing.key(1.5, "b", gap_ms=400)  # answered after the next keystroke: too late
+    slow = typing.ask(1.5)
+    typing.key(1.9, "c", gap_ms=600)  # cancelled by the next keystroke, never answered
+    cancelled = typing.ask(1.9)
+    typing.answer(slow, 2.0, "dd")  # arrives in the next pause, stale there
+    cancelled.cancel_sent = 2.5
+    cancelled.arrived, cancelled.error = 2.55, {"code": -32800, "message": "cancelled"}
+    typing.key(2.5, "d", gap_ms=700)  # nothing asked
+    typing.key(3.2, "e", gap_ms=800)  # answered in time: not missed
+    typing.answer(typing.ask(3.2), 3.3, "f")
+    figures, _ = analyze([typing.trace])
+    assert (figures["pauses"], figures["pauses_with_suggestion"]) == (5, 1)
+    assert figures["pauses_missed"] == {"empty": 1, "stale": 0, "late": 2, "no request": 1}
+    assert figures["per_session"][0]["missed_pauses"] == [
+        [1.0, 500.0, "empty", "x = a"],
+        [1.5, 400.0, "late", "x = ab"],
+        [1.9, 600.0, "late", "x = abc"],
+        [2.5, 700.0, "no request", "x = abcd"],
+    ]
+
+
 def test_predicted_chars_count_what_the_user_typed_next_that_the_suggestion_had() -> None:
     typing = Typing()
     typing.key(1.0, "r", gap_ms=1000)
