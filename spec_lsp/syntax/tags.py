@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 MAX_SIGNATURE = 200  # characters of a signature kept (a long parameter list is cut)
+SHORT_VALUE = 40  # characters of a field's value shown beside its annotation, or of `self.x = v`
 MAX_FIELDS = 24  # fields of one class kept (a data table of a class is not its shape)
 
 
@@ -129,7 +130,12 @@ def _py_fields(statement: Node, container: str, kind: str) -> list[Tag]:
             continue
         annotation = node.child_by_field_name("type")
         value = node.child_by_field_name("right")
-        shown = f": {text_of(annotation)}" if annotation is not None else f" = {text_of(value)}"
+        if annotation is None:
+            shown = f" = {text_of(value)}"
+        else:  # `name: T = v` keeps a short value (a default, a constant): `name: T` otherwise
+            shown = f": {text_of(annotation)}"
+            if value is not None and len(one_line(text_of(value))) <= SHORT_VALUE:
+                shown += f" = {one_line(text_of(value))}"
         line = node.start_point[0]
         signature = one_line(text_of(target) + shown)
         out.append(Tag(text_of(target), kind, signature, "", container, line))
@@ -146,7 +152,11 @@ def _py_self_fields(body: Node, container: str) -> list[Tag]:
                 continue
             name = text_of(target.child_by_field_name("attribute"))
             kind = node.child_by_field_name("type")
-            shown = f"{name}: {text_of(kind)}" if kind is not None else name
+            value = one_line(text_of(node.child_by_field_name("right")))
+            if kind is not None:
+                shown = f"{name}: {text_of(kind)}"
+            else:  # `self.name = v` as `name = v` when v is short, else `name = ...`
+                shown = f"{name} = {value if value and len(value) <= SHORT_VALUE else '...'}"
             out.setdefault(name, Tag(name, "field", one_line(shown), "", container))
     return list(out.values())[:MAX_FIELDS]
 

@@ -50,6 +50,25 @@ def test_python_tags_have_signatures_docstrings_and_fields() -> None:
     assert tags["area_of"].doc == "The area." and tags["area_of"].kind == "function"
 
 
+def test_python_fields_and_variables_keep_short_values() -> None:
+    source = (
+        "_Plugin: TypeAlias = object\n"
+        f"TABLE: dict[str, int] = {{{', '.join(f'{chr(97 + i)!r}: {i}' for i in range(12))}}}\n"
+        "class Hook:\n"
+        "    retries: int = 3\n"
+        "    def __init__(self, func, names):\n"
+        "        self.__func = func\n"
+        "        self.names: list[str] = names\n"
+        f"        self.table = {{{', '.join(f'{chr(97 + i)!r}: {i}' for i in range(12))}}}\n"
+    )
+    tags = {t.name: t.signature for t in file_tags("python", source).tags}
+    assert tags["_Plugin"] == "_Plugin: TypeAlias = object"  # the value was dropped before
+    assert tags["TABLE"] == "TABLE: dict[str, int]"  # too long a value: the annotation alone
+    assert tags["retries"] == "retries: int = 3"
+    assert tags["__func"] == "__func = func"  # was a bare `__func` line in the class's stub
+    assert tags["names"] == "names: list[str]" and tags["table"] == "table = ..."
+
+
 def test_brace_languages_tag_classes_methods_and_imports() -> None:
     ts = file_tags(
         "typescript",

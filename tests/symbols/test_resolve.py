@@ -45,7 +45,7 @@ def test_python_star_imports_and_module_constants(tmp_path: Path) -> None:
         index, str(tmp_path / "main.py"), (tmp_path / "main.py").read_text().split("\n"), 2, 60
     )
     assert [d.tag.name for d in found] == ["LIMIT", "MAX_ROWS"]
-    assert render_definitions(found[0].path, found) == "LIMIT = 3\n\nMAX_ROWS: int\n"
+    assert render_definitions(found[0].path, found) == "LIMIT = 3\n\nMAX_ROWS: int = 64\n"
 
 
 def test_typescript_relative_imports_resolve_with_their_extension(tmp_path: Path) -> None:
