@@ -168,9 +168,11 @@ class GenerationResult:
     text: str
     token_ids: list[int] = field(default_factory=list)
     stats: GenerationStats = field(default_factory=GenerationStats)
-    # With a `reference`: each place where the target's token replaced a copied draft token, as
-    # (index in `token_ids`, the target's probability of its own token there): how sure the
-    # model was of each departure from the old text (a next edit's confidence).
+    # With a `reference`: each place where the output's token is not the references' next one
+    # where the output stands in them (the copy drafter's walk, token by token), as (index in
+    # `token_ids`, or its length for an end of text; the target's probability of its token
+    # there): how sure the model was of each departure from the old text (a next edit's
+    # confidence). The same whatever the drafting, speculation off included.
     departures: list[tuple[int, float]] = field(default_factory=list)
 
     @property

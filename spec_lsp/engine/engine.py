@@ -211,7 +211,11 @@ class SpecEngine(api.BackendBase):
     ) -> None:
         """Prefill, then speculative steps until a stop condition or cancellation. `allowed`:
         the ids the first token may take (a healed prompt's)."""
-        sources = self._sources(run.request, method, len(prompt), run.stats.short_window)
+        refs = [self.encode(text) for text in run.request.reference]
+        sources = self._sources(run.request, method, len(prompt), run.stats.short_window, refs)
+        # Where the output departs from the references, token by token whatever the drafting
+        # (a next edit's confidence): its own walk through them, apart from the copy drafter's.
+        aligner = CopyDrafter(refs, 0) if refs else None  # it reads the output alone
         drafting = any(d is self._model_drafter and not c.closed for d, c in sources)
         if drafting and isinstance(state.draft, ModelState) and not run.request.idle:
             # A draft whose KV lags the prompt sits a request out unless catching up pays.
@@ -225,11 +229,34 @@ class SpecEngine(api.BackendBase):
         if allowed is not None:
             logits = constrain(logits[-1], allowed)[None]
         first = self._sample(logits, run.request, generator, run.request.first_rank)[0]
-        emit(run, self.decode, self.eos_ids, [first])
+        self._emit(run, [first], logits[-1:], aligner)
         while not run.done and not self._cancelled(run):
             context = prompt + run.generated
-            step = self._speculative_step(run, state, context, sources, generator)
-            emit(run, self.decode, self.eos_ids, step)
+            step, rows = self._speculative_step(run, state, context, sources, generator)
+            self._emit(run, step, rows, aligner)
+
+    def _emit(
+        self,
+        run: Decoding,
+        tokens: list[int],
+        logits: torch.Tensor,
+        aligner: CopyDrafter | None,
+    ) -> None:
+        """`emit`s the tokens a round approved (`logits[i]` scored `tokens[i]`); with
+        references, each token the output took, its end of text included, is checked against
+        the references' next token where the output stands in them: a different one is a
+        departure. Checked token by token, so the departures are the same whatever the draft
+        schedule, speculation off included."""
+        before = len(run.generated)
+        emit(run, self.decode, self.eos_ids, tokens)
+        if aligner is None:
+            return
+        taken = len(run.generated) - before + int(run.stats.stop_reason == "eos" and run.done)
+        for i, token in enumerate(tokens[:taken]):
+            output = run.generated[:before] + tokens[:i]
+            expected = aligner.propose(output, 1, None, 0.0, None).tokens
+            if expected and expected[0] != token:
+                self._departed(run, before + i, logits[i], token)
 
     def _prefill(
         self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
@@ -293,9 +320,9 @@ class SpecEngine(api.BackendBase):
         context: list[int],
         sources: list[Source],
         generator: torch.Generator | None,
-    ) -> list[int]:
+    ) -> tuple[list[int], torch.Tensor]:
         """draft -> verify -> accept: the tokens the target approves this round (the accepted
-        draft tokens, then the target's own next token)."""
+        draft tokens, then the target's own next token), and the logits that scored each."""
         req, stats = run.request, run.stats
         # Draft: up to k tokens from the first open source, leaving room for the target's token.
         t = time.perf_counter()
@@ -315,20 +342,24 @@ class SpecEngine(api.BackendBase):
             accepted, emitted = rejection_accept(drafts, rnd.probs, probs, generator)
         else:
             accepted, emitted = greedy_accept(drafts, logits)
-        if accepted < len(drafts) and rnd.proposal is not None and rnd.proposal.source == "copy":
-            self._departed(run, len(run.generated) + accepted, logits[accepted], emitted[-1])
         record(stats, rnd, accepted, len(emitted))  # feeds the gate back, counts the round
-        return emitted
+        return emitted, logits[: len(emitted)]
 
     def _departed(self, run: Decoding, index: int, logits: torch.Tensor, token: int) -> None:
-        """The target's token `token` replaced a copied draft at output `index`: its probability."""
+        """The output's token `token` at `index` is not the references' next one: the target's
+        probability of it."""
         p = float(torch.softmax(logits.float(), dim=-1)[token])  # [V] -> the target's token
         run.departures.append((index, p))
         if run.request.on_departure is not None:
             run.request.on_departure(index, p)
 
     def _sources(
-        self, req: GenerationRequest, method: DraftMethod, start: int, short: bool = False
+        self,
+        req: GenerationRequest,
+        method: DraftMethod,
+        start: int,
+        short: bool = False,
+        refs: list[list[int]] | None = None,
     ) -> list[Source]:
         """The drafters a method asks in order, each with its gate: a request's references'
         copy first (speculative edits), then the copy index (or plain n-gram lookup), then the
@@ -342,7 +373,7 @@ class SpecEngine(api.BackendBase):
             (drafters[s], c) for s, c in self.gates.begin(req.doc_id, method).items()
         ]
         if req.reference and method != "off":
-            refs = [self.encode(text) for text in req.reference]
+            refs = refs if refs is not None else [self.encode(text) for text in req.reference]
             out.insert(0, (CopyDrafter(refs, start), CopyK(COPY_K, COPY_K_MIN, COPY_K_MAX)))
         return out
 

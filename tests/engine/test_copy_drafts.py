@@ -71,6 +71,30 @@ def test_a_departure_reports_the_targets_probability(target, tokenizer):  # type
     assert 0 <= index < len(ids) and 0.0 < p <= 1.0
 
 
+@pytest.mark.parametrize("method", ["ngram", "both"])
+def test_departures_do_not_depend_on_the_drafting(target, tokenizer, method):  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer, target)
+    for prompt in CODE_PROMPTS:
+        plain = engine.generate(GenerationRequest(prompt=prompt, max_new_tokens=40, method="off"))
+        ids = plain.token_ids
+        # The old text with a word changed, with a line inserted, and with its start dropped:
+        # departures where the output leaves it, and after it finds it again.
+        for old in (
+            engine.decode(ids[:6]) + " zz" + engine.decode(ids[7:]),
+            engine.decode(ids[:10]) + "\nnew line\n" + engine.decode(ids[10:]),
+            engine.decode(ids[12:]),
+        ):
+            off = rewrite(engine, prompt, (old,), method="off", max_new=40)
+            drafted = rewrite(engine, prompt, (old,), method=method, max_new=40)
+            assert drafted.token_ids == off.token_ids == ids
+            assert [i for i, _ in drafted.departures] == [i for i, _ in off.departures]
+            # (this test model's batched rows differ from one-row passes in the last bits)
+            assert [p for _, p in drafted.departures] == pytest.approx(
+                [p for _, p in off.departures], rel=1e-4
+            )
+            assert off.departures, "speculation off reports departures too"
+
+
 def test_rewrites_keep_their_kv_apart_from_completions(target, tokenizer):  # type: ignore[no-untyped-def]
     engine = make_engine(target, tokenizer)
     prompt = CODE_PROMPTS[0]
