@@ -64,6 +64,7 @@ class RepoRun:
     llama_server: str = "auto"
     gguf: Path | None = None
     package_set: str = "pypi"  # one of SETS: which list `--packages` names, how `--source` splits
+    cut: str = "name"  # one of `repo_hole.CUTS`: where each hole starts
 
 
 def server_options(plan: RepoRun) -> dict[str, Any]:
@@ -163,7 +164,7 @@ def run_repo(
     scorer = Scorer(judge, log)
     work: list[tuple[PackageTree, list[RepoHole]]] = []
     for source in sources(names, folders, log, plan.package_set):
-        holes = mine(source, plan.holes, plan.seed)
+        holes = mine(source, plan.holes, plan.seed, plan.cut)
         scorer.add_source(source, registry=not folders)
         print(
             f"{source.label}: {len(holes)} holes, tests {scorer.runnable[source.label]}", file=log
@@ -267,7 +268,9 @@ def table(report: dict[str, Any]) -> str:
     lines = [
         f"repo: {sum(p['holes'] for p in report['packages'])} holes from "
         f"{len(report['packages'])} packages ({report['preset']}, maxTokens {plan['max_tokens']}, "
-        f"{plan['open_files']} open files, seed {plan['seed']})"
+        f"{plan['open_files']} open files, seed {plan['seed']}"
+        + (", holes cut after the call's `(`" if plan.get("cut", "name") == "args" else "")
+        + ")"
         + (" - interrupted" if report["interrupted"] else ""),
         *_lines(report["rows"]),
     ]

@@ -4,10 +4,13 @@ so that neither imports the other's module to get it. It knows nothing of trees 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 MAX_LINES = 3  # a hole's statement spans at most this many lines
 MIN_CHARS = 4  # and its hole at least this many characters but spaces
+CUTS = ("name", "args")  # where a hole starts: at the imported name, or after its call's `(`
+_CALLEE = re.compile(r"[A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*\s*\(")
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,17 @@ def cut_hole(
     imports = tuple(dict.fromkeys(names[n] for n in found))
     every = tuple(sorted(set(names.values())))
     return RepoHole(label, path, start, end, expected, found, imports, every)
+
+
+def args_cut(hole: RepoHole) -> RepoHole | None:
+    """The hole's `args` cut: when its text begins with a call of the imported name (`name(`,
+    `name.attr(`), the same hole with the callee and its `(` typed, the arguments and the
+    statement's rest to write, as a person who typed the name and asked then; None when the
+    text begins otherwise or too little is left (MIN_CHARS)."""
+    found = _CALLEE.match(hole.expected)
+    if found is None:
+        return None
+    rest = hole.expected[found.end() :]
+    if len(rest.replace(" ", "")) < MIN_CHARS:
+        return None
+    return replace(hole, start=hole.start + found.end(), expected=rest)

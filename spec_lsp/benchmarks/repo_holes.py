@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from tree_sitter import Node
 
-from spec_lsp.benchmarks.repo_hole import MAX_LINES, RepoHole, cut_hole
+from spec_lsp.benchmarks.repo_hole import MAX_LINES, RepoHole, args_cut, cut_hole
 from spec_lsp.benchmarks.repo_holes_js import candidates as js_candidates
 from spec_lsp.benchmarks.repo_packages import PackageTree
 from spec_lsp.syntax.languages import new_parser, spec_for
@@ -147,12 +147,16 @@ def candidates(source: PackageTree, path: str, text: str) -> list[RepoHole]:
     return holes
 
 
-def mine(source: PackageTree, limit: int, seed: int = 0) -> list[RepoHole]:
-    """Up to `limit` holes of the package, spread over its files (see the module's doc)."""
+def mine(source: PackageTree, limit: int, seed: int = 0, cut: str = "name") -> list[RepoHole]:
+    """Up to `limit` holes of the package, spread over its files (see the module's doc); with
+    `cut` "args", only the holes that begin with a call of their name, each cut after its `(`
+    (`args_cut`)."""
     per_file: list[list[RepoHole]] = []
     for path in source.code:
         text = read(source.root, path)
         found = candidates(source, path, text)
+        if cut == "args":
+            found = [h for h in map(args_cut, found) if h is not None]
         random.Random(f"{seed}:{source.label}:{path}").shuffle(found)
         if found:
             per_file.append(found)

@@ -27,7 +27,14 @@ from spec_lsp.benchmarks.repo import common, per_package, table
 from spec_lsp.benchmarks.repo_score import Score, summarize
 
 # Plan fields every part must share (with their value in reports written before the field was).
-SAME = {"preset": None, "seed": None, "max_tokens": None, "open_files": None, "package_set": "pypi"}
+SAME = {
+    "preset": None,
+    "seed": None,
+    "max_tokens": None,
+    "open_files": None,
+    "package_set": "pypi",
+    "cut": "name",
+}
 
 
 class MergeError(ValueError):

@@ -52,6 +52,14 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--holes", type=int, default=30, metavar="N", help="holes per package")
     p.add_argument("--seed", type=int, default=0, help="the holes' sampling seed")
     p.add_argument(
+        "--cut",
+        choices=("name", "args"),
+        default="name",
+        help="where a hole starts: at the imported name's use (name), or, for the holes that "
+        "call it, after the call's `(`, the name typed and its arguments to write (args) "
+        "(default: name)",
+    )
+    p.add_argument(
         "--rows",
         default=",".join(ROW_NAMES),
         metavar="R,R",
@@ -104,6 +112,7 @@ def cmd_repo(args: argparse.Namespace) -> int:
         llama_server=args.llama_server,
         gguf=args.gguf,
         package_set=args.package_set,
+        cut=args.cut,
     )
     names = [n for n in args.packages.split(",") if n]
     return main(plan, names, args.source, args.json)

@@ -15,6 +15,7 @@ from spec_lsp.benchmarks.repo_editor import (
     previous_line,
     ring_chunks,
 )
+from spec_lsp.benchmarks.repo_hole import RepoHole, args_cut
 from spec_lsp.benchmarks.repo_holes import candidates, mine, module_files, read
 from spec_lsp.benchmarks.repo_packages import local
 from tests.benchmarks.repo_fixture import REPORT_HOLES, write_package
@@ -65,6 +66,30 @@ def test_sampling_is_deterministic_for_a_seed_and_capped(tmp_path: Path) -> None
     assert sorted(every) == sorted(e for e, _ in REPORT_HOLES)
     orders = {tuple(h.key for h in mine(source, 6, seed=s)) for s in range(6)}
     assert len(orders) > 1  # the seed changes the draw
+
+
+def test_the_args_cut_starts_after_the_calls_parenthesis(tmp_path: Path) -> None:
+    source = local(write_package(tmp_path))
+    text = read(source.root, REPORT)
+    holes = mine(source, 100, seed=1, cut="args")
+    # every hole that begins with a call of its name, the name and `(` typed; `Box(width,
+    # height)` too, `units.fmt(...)` through the module's attribute
+    assert sorted(h.expected for h in holes) == sorted(
+        [
+            "width, height)",
+            "box.width, box.height)",
+            "width, height)",
+            "size, power=2) + ', ' + units.fmt(edge)",
+            "b.width, b.height) for b in boxes]",
+            "sum(sizes), power=2)",
+        ]
+    )
+    for hole in holes:
+        assert text[hole.start : hole.end] == hole.expected
+        assert text[: hole.start].endswith("(")
+    short = RepoHole("p", "a.py", 0, 5, "fn(x)", ("fn",), ())
+    assert args_cut(short) is None  # `x)`: too little left to write
+    assert args_cut(RepoHole("p", "a.py", 0, 9, "VALUE + 1", ("VALUE",), ())) is None
 
 
 def test_the_files_open_at_a_hole_put_the_names_sources_last(tmp_path: Path) -> None:

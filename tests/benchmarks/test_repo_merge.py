@@ -80,7 +80,13 @@ def test_a_hole_answered_twice_keeps_the_first_answer_and_says_so() -> None:
 
 @pytest.mark.parametrize(
     "key, value",
-    [("seed", 1), ("max_tokens", 32), ("preset", "bundled"), ("package_set", "npm")],
+    [
+        ("seed", 1),
+        ("max_tokens", 32),
+        ("preset", "bundled"),
+        ("package_set", "npm"),
+        ("cut", "args"),
+    ],
 )
 def test_parts_of_different_benches_are_refused(key: str, value: Any) -> None:
     first = part({"ring": {"a-1/x.py:1": "f(x)"}}, A)
