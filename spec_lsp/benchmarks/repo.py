@@ -231,14 +231,17 @@ def _per_package(scorer: Scorer, work: list[tuple[PackageTree, list[RepoHole]]])
 
 
 def per_package(scores: dict[str, list[Score]], labels: list[str]) -> dict[str, Any]:
-    """Exact match per package (by label) and row."""
-    return {
-        label: {
-            row: summarize([s for s in mine if s.hole.startswith(label + "/")])["exact_match"]
-            for row, mine in scores.items()
-        }
-        for label in labels
-    }
+    """Exact match per package (by label) and row; a row that answered none of a package's
+    holes (a part of a merged run) is left out of that package's."""
+    out: dict[str, Any] = {}
+    for label in labels:
+        figures = {}
+        for row, answered in scores.items():
+            theirs = [s for s in answered if s.hole.startswith(label + "/")]
+            if theirs:
+                figures[row] = summarize(theirs)["exact_match"]
+        out[label] = figures
+    return out
 
 
 COLUMNS = (  # title, figure, format

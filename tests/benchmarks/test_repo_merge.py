@@ -62,6 +62,8 @@ def test_parts_of_other_packages_and_a_row_run_apart_merge_as_one_run() -> None:
     assert shared["in_file"]["holes"] == shared["llama_server_ring"]["holes"] == 1
     assert merged["per_package"]["b-2"]["in_file"] == 1.0
     assert merged["per_package"]["a-1"]["in_file"] == 0.5
+    # llama-server was asked none of b-2's holes: no figure there, not 0%
+    assert "llama_server_ring" not in merged["per_package"]["b-2"]
     assert [p["file"] for p in merged["parts"]] == ["first", "second", "llama"]
     assert merged["duplicates"] == []
     said = {"a-1/x.py:1": "f(x)", "a-1/x.py:9": "g(q)", **B}
