@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from spec_lsp.completion.history import Hunk
 from spec_lsp.completion.neighbours import private, uri_path
 from spec_lsp.completion.service import CompletionService
+from spec_lsp.config import Options
 from spec_lsp.documents import Document
 from spec_lsp.engine.api import CancelToken, GenerationRequest, GenerationResult
 from spec_lsp.nextedit.early import complete_lines, settled_edits
@@ -248,21 +249,7 @@ class NextEdits:
         """Starts the rewrite in the worker, superseding any other next-edit generation."""
         if self._job is not None:
             self._job[1].cancel()
-        o = self.c.options
-        # Code runs 3-4 characters a token: half the old region's characters in tokens leaves
-        # the rewrite room to grow by half (no tokenizer on the event loop: the worker uses it).
-        request = GenerationRequest(
-            prompt=prompt.text,
-            doc_id=doc.uri,
-            max_new_tokens=len(prompt.reference[0]) // 2 + 32,
-            temperature=0.0,
-            stop_strings=prompt.stop,
-            cancel=CancelToken(),
-            method="off" if o.speculation == "off" else "ngram",
-            reuse_kv=o.kv_reuse,
-            prefill_chunk=PREFILL_CHUNK,
-            reference=prompt.reference if o.speculation != "off" else (),
-        )
+        request = rewrite_request(prompt, doc.uri, self.c.options)
         job = Job(request, asyncio.get_running_loop().create_future())
         self._job = (doc.uri, job)
         self.c.worker.submit(job)
@@ -370,3 +357,24 @@ def _between(now: list[str], old: list[str], new: list[str]) -> bool:
     made = _blocks(old, now)
     wanted = _blocks(old, new)
     return all(wanted.get(span) == lines for span, lines in made.items())
+
+
+def rewrite_request(prompt: EditPrompt, uri: str, o: Options) -> GenerationRequest:
+    """The engine's request for a rewrite. Its references go with it whatever the drafting: with
+    speculation off nothing is copied from them (`method` "off"), but the engine still finds
+    the departures from them (the confidence the server gates on) and keeps the rewrite's KV
+    apart from the document's completions."""
+    # Code runs 3-4 characters a token: half the old region's characters in tokens leaves the
+    # rewrite room to grow by half (no tokenizer on the event loop: the worker uses it).
+    return GenerationRequest(
+        prompt=prompt.text,
+        doc_id=uri,
+        max_new_tokens=len(prompt.reference[0]) // 2 + 32,
+        temperature=0.0,
+        stop_strings=prompt.stop,
+        cancel=CancelToken(),
+        method="off" if o.speculation == "off" else "ngram",
+        reuse_kv=o.kv_reuse,
+        prefill_chunk=PREFILL_CHUNK,
+        reference=prompt.reference,
+    )

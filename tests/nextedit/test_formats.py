@@ -4,8 +4,10 @@ holds the rest; the file excerpt and the recent edits bounded so the prompt fits
 from __future__ import annotations
 
 from spec_lsp.completion.history import Hunk
+from spec_lsp.config import Options
 from spec_lsp.nextedit.formats import EditContext, QwenChat
 from spec_lsp.nextedit.region import DIFF_CHARS, STEP, context_lines, recent_hunks
+from spec_lsp.nextedit.service import rewrite_request
 
 ABOVE = ["import math", "", "UNIT = 1"]
 REGION = ["def area(w, height):", "    return width * height", ""]
@@ -60,3 +62,12 @@ def test_the_recent_edits_keep_the_newest_within_their_budget_and_leave_in_whole
     assert sum(len(h.diff()) for h in kept) <= DIFF_CHARS < sum(len(h.diff()) for h in hunks)
     huge = Hunk(0, ["a" * (DIFF_CHARS * 2)], ["b"])
     assert recent_hunks([hunks[0], huge]) == [huge]  # the newest always, however long
+
+
+def test_a_rewrite_carries_its_references_with_speculation_off_too() -> None:
+    prompt = QwenChat().render(context(REGION, [OLDER, RENAME]))
+    on = rewrite_request(prompt, "file:///shapes.py", Options(speculation="ngram"))
+    off = rewrite_request(prompt, "file:///shapes.py", Options(speculation="off"))
+    assert on.method == "ngram" and off.method == "off"  # nothing copied from them when off
+    # the engine still finds the departures from the references (the confidence gated on)
+    assert off.reference == on.reference == prompt.reference and off.reference
