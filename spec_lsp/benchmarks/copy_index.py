@@ -58,7 +58,7 @@ def replay(engine: SpecEngine, cases: list[Case], max_new: int) -> Counts:
     counts, curve = Counts(), engine.options.verify_cost
     for doc, prompt, output in cases:
         req = GenerationRequest("", doc_id=doc, max_new_tokens=max_new, method="ngram")
-        sources = engine._sources(req, "ngram", len(prompt))
+        sources = engine._sources(req, "ngram", len(prompt), False, [])
         generated = output[:1]
         stats = GenerationStats()
         while len(generated) < len(output):

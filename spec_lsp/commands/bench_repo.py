@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from spec_lsp.benchmarks.repo_hole import CUTS
 from spec_lsp.commands.peer_args import add_llama_server_arguments
 
 ROW_NAMES = (
@@ -53,7 +54,7 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--seed", type=int, default=0, help="the holes' sampling seed")
     p.add_argument(
         "--cut",
-        choices=("name", "args"),
+        choices=CUTS,
         default="name",
         help="where a hole starts: at the imported name's use (name), or, for the holes that "
         "call it, after the call's `(`, the name typed and its arguments to write (args) "

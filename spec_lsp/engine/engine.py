@@ -253,8 +253,7 @@ class SpecEngine(api.BackendBase):
             return
         taken = len(run.generated) - before + int(run.stats.stop_reason == "eos" and run.done)
         for i, token in enumerate(tokens[:taken]):
-            output = run.generated[:before] + tokens[:i]
-            expected = aligner.propose(output, 1, None, 0.0, None).tokens
+            expected = aligner.propose(run.generated[: before + i], 1, None, 0.0, None).tokens
             if expected and expected[0] != token:
                 self._departed(run, before + i, logits[i], token)
 
@@ -358,8 +357,8 @@ class SpecEngine(api.BackendBase):
         req: GenerationRequest,
         method: DraftMethod,
         start: int,
-        short: bool = False,
-        refs: list[list[int]] | None = None,
+        short: bool,
+        refs: list[list[int]],
     ) -> list[Source]:
         """The drafters a method asks in order, each with its gate: a request's references'
         copy first (speculative edits), then the copy index (or plain n-gram lookup), then the
@@ -372,8 +371,7 @@ class SpecEngine(api.BackendBase):
         out: list[Source] = [
             (drafters[s], c) for s, c in self.gates.begin(req.doc_id, method).items()
         ]
-        if req.reference and method != "off":
-            refs = refs if refs is not None else [self.encode(text) for text in req.reference]
+        if refs and method != "off":  # `refs`: the request's references, tokenized
             out.insert(0, (CopyDrafter(refs, start), CopyK(COPY_K, COPY_K_MIN, COPY_K_MAX)))
         return out
 

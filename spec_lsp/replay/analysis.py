@@ -272,20 +272,17 @@ class SessionAnalysis:
         asked = [r for r in self.trace.requests if r.uri == uri and start <= r.sent < end]
         if not asked:
             return "no request"
-        answered = [r for r in asked if r.arrived is not None and r.arrived < end]
-        for record in answered:
-            if record.error is not None and record.error.get("code") not in (
-                REQUEST_CANCELLED,
-                SERVER_CANCELLED,
-            ):
-                return "empty"
+        stale = False
+        for record in asked:
+            if record.arrived is None or record.arrived >= end:
+                continue  # still running when the next change came
             if record.error is None:
-                suggestion = suggestion_of(record, self.trace.encoding)
-                if suggestion is None:
+                if suggestion_of(record, self.trace.encoding) is None:
                     return "empty"
-        if any(r.error is None and suggestion_of(r, self.trace.encoding) for r in answered):
-            return "stale"
-        return "late"
+                stale = True  # text that did not fit: it would have been shown otherwise
+            elif record.error.get("code") not in (REQUEST_CANCELLED, SERVER_CANCELLED):
+                return "empty"
+        return "stale" if stale else "late"
 
     def _typed_next(self, index: int, next_index: int, ghost: str) -> list[int]:
         """Indices of the characters typed after change `index` that `ghost` had predicted."""

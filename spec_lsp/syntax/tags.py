@@ -133,9 +133,10 @@ def _py_fields(statement: Node, container: str, kind: str) -> list[Tag]:
         if annotation is None:
             shown = f" = {text_of(value)}"
         else:  # `name: T = v` keeps a short value (a default, a constant): `name: T` otherwise
-            shown = f": {text_of(annotation)}"
-            if value is not None and len(one_line(text_of(value))) <= SHORT_VALUE:
-                shown += f" = {one_line(text_of(value))}"
+            short = one_line(text_of(value))
+            shown = f": {text_of(annotation)}" + (
+                f" = {short}" if short and len(short) <= SHORT_VALUE else ""
+            )
         line = node.start_point[0]
         signature = one_line(text_of(target) + shown)
         out.append(Tag(text_of(target), kind, signature, "", container, line))
@@ -152,10 +153,10 @@ def _py_self_fields(body: Node, container: str) -> list[Tag]:
                 continue
             name = text_of(target.child_by_field_name("attribute"))
             kind = node.child_by_field_name("type")
-            value = one_line(text_of(node.child_by_field_name("right")))
             if kind is not None:
                 shown = f"{name}: {text_of(kind)}"
             else:  # `self.name = v` as `name = v` when v is short, else `name = ...`
+                value = one_line(text_of(node.child_by_field_name("right")))
                 shown = f"{name} = {value if value and len(value) <= SHORT_VALUE else '...'}"
             out.setdefault(name, Tag(name, "field", one_line(shown), "", container))
     return list(out.values())[:MAX_FIELDS]
