@@ -28,6 +28,35 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     )
     p.add_argument("--preset", default="coder", help="model pair (default: coder)")
     p.add_argument("--device", default="auto", help="where the models run: auto, cpu or cuda")
+    add_hole_arguments(p)
+    p.add_argument(
+        "--rows",
+        default=",".join(ROW_NAMES),
+        metavar="R,R",
+        help=f"rows to run (default: all of {', '.join(ROW_NAMES)})",
+    )
+    p.add_argument("--max-tokens", type=int, default=64, metavar="N", help="maxTokens")
+    p.add_argument(
+        "--open-files", type=int, default=8, metavar="N", help="other files open at a hole"
+    )
+    p.add_argument("--no-tests", action="store_true", help="no pass@1 (the packages' own tests)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per test run")
+    p.add_argument("--list", action="store_true", help="print the chosen set's packages and exit")
+    p.add_argument("--json", metavar="PATH", help="write the report with every answer")
+    p.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="REPORT",
+        help="run nothing: merge these runs' JSON reports (parts of one bench: other packages, "
+        "other rows) into one, figures recomputed; --json writes it",
+    )
+    add_llama_server_arguments(p)
+    p.set_defaults(func=cmd_repo)
+
+
+def add_hole_arguments(p: argparse.ArgumentParser) -> None:
+    """Which holes: the package set, its packages or folders, how many, the seed and the cut."""
     p.add_argument(
         "--set",
         dest="package_set",
@@ -60,30 +89,6 @@ def register_repo(bsub: argparse._SubParsersAction) -> None:  # type: ignore[typ
         "call it, after the call's `(`, the name typed and its arguments to write (args) "
         "(default: name)",
     )
-    p.add_argument(
-        "--rows",
-        default=",".join(ROW_NAMES),
-        metavar="R,R",
-        help=f"rows to run (default: all of {', '.join(ROW_NAMES)})",
-    )
-    p.add_argument("--max-tokens", type=int, default=64, metavar="N", help="maxTokens")
-    p.add_argument(
-        "--open-files", type=int, default=8, metavar="N", help="other files open at a hole"
-    )
-    p.add_argument("--no-tests", action="store_true", help="no pass@1 (the packages' own tests)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per test run")
-    p.add_argument("--list", action="store_true", help="print the chosen set's packages and exit")
-    p.add_argument("--json", metavar="PATH", help="write the report with every answer")
-    p.add_argument(
-        "--merge",
-        type=Path,
-        nargs="+",
-        metavar="REPORT",
-        help="run nothing: merge these runs' JSON reports (parts of one bench: other packages, "
-        "other rows) into one, figures recomputed; --json writes it",
-    )
-    add_llama_server_arguments(p)
-    p.set_defaults(func=cmd_repo)
 
 
 def cmd_repo(args: argparse.Namespace) -> int:
