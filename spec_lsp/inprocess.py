@@ -44,6 +44,9 @@ class LastResultBackend(BackendBase):
         if self.backend is not None:
             self.backend.forget(doc_id)
 
+    def persist(self, timeout_s: float) -> bool:
+        return self.backend is None or self.backend.persist(timeout_s)
+
 
 @asynccontextmanager
 async def local_service(

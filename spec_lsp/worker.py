@@ -165,6 +165,7 @@ class InferenceWorker:
         self.trims = 0
         self.failures = 0  # jobs that ended on an error (the thread went on)
         self._stopping = False  # set by `stop`: queued jobs are answered, not run
+        self._finished = False  # `finish` ran its last job
         self._running: tuple[Hashable, Job] | None = None  # the generation running, its lane
         self._thread.start()
 
@@ -259,6 +260,27 @@ class InferenceWorker:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+
+    def finish(self, last: Callable[[Backend], Any], timeout: float) -> bool:
+        """The server ends: stops the thread as `stop` does, cancelling the generation it runs
+        (no one waits for an answer now; the engine stops within a pass), waits up to `timeout`
+        s for it, then runs `last(backend)` on the caller's thread, the models being no one
+        else's then (e.g. keeping documents' KV on disk). Whether `last` ran: not when the
+        thread still runs (a model being loaded), there is no backend, or it ran before."""
+        self.stop()
+        running = self._running
+        if running is not None:
+            running[1].cancel()
+        self._thread.join(timeout)
+        backend = self.backend
+        if self._finished or self._thread.is_alive() or backend is None:
+            return False
+        self._finished = True
+        try:
+            last(backend)
+        except Exception:
+            log.exception("the worker's last job failed")
+        return True
 
     def is_alive(self) -> bool:
         """Whether the worker thread still runs (until `stop`, or a KeyboardInterrupt in a job)."""

@@ -117,6 +117,9 @@ class LaneBackend:
     def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
         self._backend.other_files(self._lane.doc_id(doc_id), head, chunks)
 
+    def persist(self, timeout_s: float) -> bool:
+        return self._backend.persist(timeout_s)
+
     def status(self) -> dict[str, object] | None:
         return self._backend.status()
 

@@ -121,6 +121,39 @@ async def test_stopping_answers_the_queued_jobs_without_running_them() -> None:
     assert not worker.is_alive()
 
 
+async def test_finishing_cancels_the_running_generation_then_runs_the_last_job_once() -> None:
+    """The server ends: nothing waits for the generation running, the queued jobs are answered
+    without running, and the last job (keeping KV on disk) runs once, with the models idle."""
+    backend = ScriptedBackend("hello")
+    worker = ready(backend)
+    running, queued = job("x = "), job("y = ")
+    worker.submit(running)
+    await wait_event(backend.started)
+    worker.submit(queued)
+    last: list[object] = []
+    finishing = asyncio.ensure_future(asyncio.to_thread(worker.finish, last.append, WAIT_S))
+    cancel = running.request.cancel
+    assert cancel is not None
+    for _ in range(int(WAIT_S * 100)):
+        if cancel.cancelled:
+            break
+        await asyncio.sleep(0.01)
+    assert cancel.cancelled
+    backend.release(10)  # the generation takes its next step and sees the cancel
+    assert await asyncio.wait_for(finishing, WAIT_S)
+    assert (await answer(running)).cancelled and (await answer(queued)).cancelled
+    assert last == [backend] and not worker.is_alive()
+    assert [r.prompt for r in backend.calls] == ["x = "]
+    assert not worker.finish(last.append, WAIT_S) and last == [backend]  # once
+
+
+async def test_finishing_without_a_backend_runs_nothing() -> None:
+    worker = InferenceWorker(asyncio.get_running_loop())  # never loaded
+    last: list[object] = []
+    assert not await asyncio.to_thread(worker.finish, last.append, WAIT_S)
+    assert last == [] and not worker.is_alive()
+
+
 async def test_a_load_queued_at_shutdown_reports_done_as_failed() -> None:
     backend = ScriptedBackend("hello")
     worker = ready(backend)

@@ -227,6 +227,12 @@ class Backend(Protocol):
         """Drops a document's cached KV state (on didClose)."""
         ...
 
+    def persist(self, timeout_s: float) -> bool:
+        """The server ends: every document's KV goes where it outlives the process (the local
+        engine's KV on disk), waiting up to `timeout_s` for the writes; whether they all were
+        written (True where nothing is kept)."""
+        ...
+
     def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
         """The other files' text `head` that leads the document's next prompts, and the chunks
         rendered in it (`Capabilities.other_files`)."""
@@ -254,6 +260,9 @@ class BackendBase:
 
     def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
         return None
+
+    def persist(self, timeout_s: float) -> bool:
+        return True
 
     def status(self) -> dict[str, object] | None:
         return None

@@ -193,6 +193,8 @@ class Tier(Protocol):
 
     def load(self, tokens: list[int]) -> DocState | None: ...
 
+    def flush(self, timeout: float | None = None) -> bool: ...
+
 
 class DocumentStates:
     """LRU of per-document KV states, bounded by document count and total cached tokens; with a
@@ -227,6 +229,18 @@ class DocumentStates:
         """Puts `state`'s KV in the tier (none: nothing to do); it stays usable here."""
         if self.tier is not None:
             self.tier.save(state)
+
+    def save_all(self, keep: Callable[[str], bool]) -> None:
+        """Puts every document's KV for which `keep(doc_id)` in the tier (the server ends), the
+        least recently used first (the tier's eviction then keeps the most recent)."""
+        if self.tier is not None:
+            for doc_id, state in list(self._docs.items()):
+                if keep(doc_id):
+                    self.tier.save(state)
+
+    def flush(self, timeout: float) -> bool:
+        """Waits up to `timeout` s for the tier's writes: whether they are all done."""
+        return self.tier is None or self.tier.flush(timeout)
 
     def restore(self, doc_id: str | None, tokens: list[int]) -> None:
         """A document without KV here (a file reopened, a server restarted) takes the longest

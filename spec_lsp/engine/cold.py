@@ -33,6 +33,11 @@ def short_key(doc_id: str) -> str:
     return doc_id + _KEY
 
 
+def is_short_key(doc_id: str) -> bool:
+    """Whether `doc_id` names a short window's state (`short_key`)."""
+    return doc_id.endswith(_KEY)
+
+
 def missing(state: DocState | None, prompt: list[int]) -> int:
     """Tokens of `prompt` that `state`'s target KV lacks (what a prefill would run)."""
     if state is None:

@@ -114,6 +114,12 @@ class SpecEngine(api.BackendBase):
         self.gates.forget(doc_id)
         self.copies.forget(doc_id)
 
+    def persist(self, timeout_s: float) -> bool:
+        """Every document's KV on disk (`kvdisk`; a short window's is a stand-in, never kept),
+        waiting up to `timeout_s` for the writes."""
+        self.docs.save_all(keep=lambda doc_id: not cold.is_short_key(doc_id))
+        return self.docs.flush(timeout_s)
+
     def encode(self, text: str) -> list[int]:
         ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         if self.vocab_limit is not None:

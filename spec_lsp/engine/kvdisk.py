@@ -54,14 +54,18 @@ _CODE = ("lean.py", "fusion.py", "compact.py", "qblocks.py", "kblocks.py", "quan
 
 
 def folder(options: Any) -> Path | None:
-    """Where `options` keep KV on disk: `kv_disk_dir`, else `<cache root>/kv` unless the
-    environment says `SPEC_LSP_KV_DISK=off` (the test suite does); None when off."""
+    """Where `options` keep KV on disk: `kv_disk_dir`, else what the environment's
+    `SPEC_LSP_KV_DISK` says (`off`: nowhere, as in the test suite; a folder's path: there),
+    else `<cache root>/kv`; None when off."""
     if options.kv_disk_mb <= 0:
         return None
     if options.kv_disk_dir:
         return Path(options.kv_disk_dir)
-    if os.environ.get("SPEC_LSP_KV_DISK", "").lower() in ("off", "0", "no", "false"):
+    env = os.environ.get("SPEC_LSP_KV_DISK", "")
+    if env.lower() in ("off", "0", "no", "false"):
         return None
+    if env and env.lower() not in ("on", "1", "yes", "true"):
+        return Path(env).expanduser()
     return cache_dir() / "kv"
 
 

@@ -96,8 +96,8 @@ def watch_source_files(ls: SpecServer) -> None:
 
 
 def shutdown(ls: SpecServer, params: Any) -> None:
-    if ls.worker is not None and not ls.shared:  # a shared server's models outlive a session
-        ls.worker.stop()
+    if not ls.shared:  # a shared server's models outlive a session
+        ls.end_models()
 
 
 def exit_(ls: SpecServer, params: Any) -> None:

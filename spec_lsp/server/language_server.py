@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 VERSION = __version__  # serverInfo's
 
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
+WORKER_STOP_WAIT_S = 5.0  # at the end, for the generation running to stop (within a pass)
+KV_WRITE_WAIT_S = 5.0  # at the end, for the documents' KV to be written to disk
 # A completion request's arrival (its document's version as the request was read).
 ARRIVAL: contextvars.ContextVar[Arrival | None] = contextvars.ContextVar("arrival", default=None)
 
@@ -75,6 +77,15 @@ class SpecServer(LanguageServer):
     def worker(self) -> InferenceWorker | None:
         """The shared worker, from the first `initialize` on."""
         return self.host.worker
+
+    def end_models(self) -> None:
+        """The server ends (`shutdown`, or the connection or the process ends without one): the
+        worker stops, and every document's KV is kept on disk (`Backend.persist`), so that a
+        restarted server's first request in a file reopened starts warm (once; it blocks the
+        loop for at most the two waits: no request is served any more)."""
+        worker = self.worker
+        if worker is not None:
+            worker.finish(lambda backend: backend.persist(KV_WRITE_WAIT_S), WORKER_STOP_WAIT_S)
 
     @property
     def loaded(self) -> asyncio.Event:
@@ -142,6 +153,7 @@ class SpecServer(LanguageServer):
         except SystemExit as exc:  # `exit`: pygls ends with sys.exit(0 after shutdown, else 1)
             self.exit_code = exc.code if isinstance(exc.code, int) else 1
         finally:
+            self.end_models()
             self.shutdown()
 
     def start_shared(
@@ -160,6 +172,7 @@ class SpecServer(LanguageServer):
             served = serve_clients(listener, self, token, MAX_CLIENTS, idle_exit_s)
             loop.run_until_complete(served)
         finally:
+            self.end_models()
             self.shutdown()
             if self.worker is not None:
                 self.worker.stop()

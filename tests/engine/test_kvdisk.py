@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from spec_lsp.engine import kvdisk, kvfiles
+from spec_lsp.engine import cold, kvdisk, kvfiles
 from spec_lsp.engine.api import GenerationRequest
 from spec_lsp.engine.cache import ModelState
 from spec_lsp.engine.engine import EngineOptions, SpecEngine
@@ -302,3 +302,42 @@ def test_off_in_the_test_suite_and_without_the_lean_forward(
     assert kvdisk.folder(EngineOptions(kv_disk_dir="/somewhere", kv_disk_mb=0)) is None
     plain = SpecEngine(target, tokenizer, None, EngineOptions(kv_disk_dir="/nonexistent/kv"))
     assert plain.docs.tier is None  # transformers' forward: its cache is not stored
+
+
+def test_the_end_of_the_server_keeps_every_document_but_a_short_window(
+    pair: Pair,
+    tokenizer,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    folder = tmp_path / "kv"
+    engine = _engine(pair, tokenizer, folder)
+    other = "\n".join(reversed(CODE_PROMPTS)) * 8
+    engine.generate(_request("a.py"))  # a request: nothing saved yet
+    engine.generate(
+        GenerationRequest(prompt=other, doc_id=cold.short_key("b.py"), max_new_tokens=4)
+    )
+    assert engine.docs.tier is not None and engine.docs.tier.flush(30)  # type: ignore[attr-defined]
+    assert not list(folder.glob("*" + kvfiles.SUFFIX))
+    assert engine.persist(30)
+    identity = engine.docs.tier.identities[pair[2].target]  # type: ignore[attr-defined]
+    kept = kvdisk.chain(identity, engine.encode(LONG_PROMPT))
+    stand_in = kvdisk.chain(identity, engine.encode(other))
+    assert len(kept) >= 2 and len(stand_in) >= 2
+    assert all((folder / (name + kvfiles.SUFFIX)).exists() for name in kept)
+    assert not any((folder / (name + kvfiles.SUFFIX)).exists() for name in stand_in)
+    restarted = _engine(pair, tokenizer, folder)
+    again = restarted.generate(_request("a.py"))
+    assert again.stats.reused_tokens == len(kept) * kvdisk.BLOCK
+    assert _engine(pair, tokenizer, None).persist(1)  # nothing to keep: done at once
+
+
+def test_the_environment_names_the_folder_or_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SPEC_LSP_KV_DISK", str(tmp_path / "kv"))
+    assert kvdisk.folder(EngineOptions()) == tmp_path / "kv"
+    assert kvdisk.folder(EngineOptions(kv_disk_dir="/else")) == Path("/else")  # the option first
+    monkeypatch.setenv("SPEC_LSP_KV_DISK", "on")
+    assert kvdisk.folder(EngineOptions()) == kvdisk.cache_dir() / "kv"
+    monkeypatch.setenv("SPEC_LSP_KV_DISK", "off")
+    assert kvdisk.folder(EngineOptions()) is None

@@ -3,21 +3,43 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import attrs
+import pytest_lsp
 from lsp_helpers import (
     REQUEST_TIMEOUT_S,
     inline,
     insert,
     open_doc,
+    server_command,
     start_session,
     stats,
     wait_ready,
 )
 from lsprotocol import types
-from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 EXIT_TIMEOUT_S = 30.0
+KV_FOLDER = Path(tempfile.mkdtemp(prefix="spec-lsp-kv-test-"))  # this module's server keeps KV
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=server_command("tiny"),
+        server_env={**os.environ, "SPEC_LSP_KV_DISK": str(KV_FOLDER)},
+    )
+)
+async def kv_client(lsp_client: LanguageClient):
+    """A server of its own whose KV goes on disk, in KV_FOLDER."""
+    yield
+    server = lsp_client._server
+    if server is not None and server.returncode is None:
+        server.kill()
+        await asyncio.wait_for(server.wait(), REQUEST_TIMEOUT_S)
 
 
 async def test_shutdown_then_exit_ends_the_process_with_code_0(
@@ -93,3 +115,19 @@ async def test_utf32_is_negotiated_when_offered_and_positions_count_code_points(
     again = await inline(fresh_client, uri, 1, char + 1)
     assert again is not None and [i.insert_text for i in again.items] == [suggestion[1:]]
     await asyncio.wait_for(fresh_client.shutdown_session(), REQUEST_TIMEOUT_S)
+
+
+async def test_shutdown_keeps_the_open_documents_kv_on_disk(kv_client: LanguageClient) -> None:
+    """An editor quits with a file open: its window's KV is on disk when the server has gone (a
+    request's prefill alone saves none: nothing was on disk before the shutdown)."""
+    await start_session(kv_client, "neovim")
+    await wait_ready(kv_client)
+    uri = "file:///tmp/kept.py"
+    text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(40))
+    open_doc(kv_client, uri, text + "x = ")
+    await inline(kv_client, uri, text.count("\n"), 4)
+    kept = lambda: list(KV_FOLDER.glob("*.kv"))  # noqa: E731
+    assert not kept()
+    await asyncio.wait_for(kv_client.shutdown_session(), EXIT_TIMEOUT_S)
+    assert kept()
+    shutil.rmtree(KV_FOLDER, ignore_errors=True)
