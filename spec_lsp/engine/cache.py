@@ -191,7 +191,7 @@ class Tier(Protocol):
 
     def save(self, state: DocState) -> None: ...
 
-    def load(self, tokens: list[int]) -> DocState | None: ...
+    def load(self, tokens: list[int], held: int = 0) -> DocState | None: ...
 
     def flush(self, timeout: float | None = None) -> bool: ...
 
@@ -243,12 +243,15 @@ class DocumentStates:
         return self.tier is None or self.tier.flush(timeout)
 
     def restore(self, doc_id: str | None, tokens: list[int]) -> None:
-        """A document without KV here (a file reopened, a server restarted) takes the longest
-        prefix of `tokens` the tier holds, if any."""
-        state = self._docs.get(doc_id) if doc_id is not None else None
-        if self.tier is None or doc_id is None or (state is not None and len(state.target)):
+        """A document takes the longest prefix of `tokens` the tier holds where that is longer
+        than what its own KV shares with them: a file reopened or a server restarted, and a
+        document whose KV holds another window (the warm-up at its top, when the first request
+        is further down); its state is replaced then."""
+        if self.tier is None or doc_id is None:
             return
-        loaded = self.tier.load(tokens)
+        state = self._docs.get(doc_id)
+        held = 0 if state is None else common_prefix_len(state.target.tokens, tokens)
+        loaded = self.tier.load(tokens, held)
         if loaded is not None:
             self.put(doc_id, loaded)
 

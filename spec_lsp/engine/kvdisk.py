@@ -211,6 +211,22 @@ class KVDisk:
             state.reset()
             return 0
 
+    def stored(self, identity: str, tokens: list[int]) -> int:
+        """How many of `tokens` the files there would restore at most (their chain's blocks
+        that are on disk, from the first; the files are not read). Never raises."""
+        try:
+            if not self.files.usable:
+                return 0
+            done = 0
+            for name in chain(identity, tokens, self.block):
+                if not self.files.has(name):
+                    break
+                done += self.block
+            return done
+        except Exception as exc:
+            log.warning("KV not looked up in %s: %s", self.files.path, exc)
+            return 0
+
     def _restore(self, identity: str, state: ModelState, tokens: list[int]) -> int:
         forward = state.forward
         if len(state) or state.tracks_features or not isinstance(forward, LeanDecoder):
@@ -293,11 +309,17 @@ class DocDisk:
             if isinstance(model, ModelState) and model.forward in self.identities:
                 self.disk.save(self.identities[model.forward], model)
 
-    def load(self, tokens: list[int]) -> DocState | None:
+    def load(self, tokens: list[int], held: int = 0) -> DocState | None:
         """A new document state holding the longest stored prefix of `tokens` (the target's;
-        the draft model's where stored too), or None when none is stored."""
+        the draft model's where stored too), or None when none longer than `held` tokens (what
+        the document's own KV shares with `tokens`) is stored."""
+        identity = self.identities[self.target]
+        if held >= len(tokens) // self.disk.block * self.disk.block:
+            return None  # no whole block beyond what is held: nothing to look up
+        if held and self.disk.stored(identity, tokens) <= held:
+            return None
         target = ModelState(self.target)
-        if not self.disk.restore(self.identities[self.target], target, tokens):
+        if self.disk.restore(identity, target, tokens) <= held:
             return None
         draft = None
         if self.draft is not None:

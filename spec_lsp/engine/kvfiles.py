@@ -98,6 +98,14 @@ class BlockFolder:
         except FileNotFoundError:
             return False
 
+    def has(self, name: str) -> bool:
+        """Whether file `name` is there (not read, not checked)."""
+        try:
+            os.stat(name + SUFFIX, dir_fd=self._dir, follow_symlinks=False)
+            return True
+        except OSError:
+            return False
+
     def read(self, name: str, expect: dict[str, Any]) -> bytearray | None:
         """The payload of file `name`, checked: its header holds `expect`'s items (`bytes`: the
         payload's size) and the payload its sha256. None when there is none; a file that fails

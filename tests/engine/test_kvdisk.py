@@ -341,3 +341,28 @@ def test_the_environment_names_the_folder_or_turns_it_off(
     assert kvdisk.folder(EngineOptions()) == kvdisk.cache_dir() / "kv"
     monkeypatch.setenv("SPEC_LSP_KV_DISK", "off")
     assert kvdisk.folder(EngineOptions()) is None
+
+
+def test_a_document_whose_kv_holds_another_window_takes_the_stored_longer_prefix(
+    pair: Pair,
+    tokenizer,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """A restarted server warms a reopened file's top first; the first request further down
+    then finds its own window on disk, though the document holds KV (the top's) already."""
+    folder = tmp_path / "kv"
+    first = _engine(pair, tokenizer, folder)
+    first.generate(_request())
+    assert first.persist(30)
+    restarted = _engine(pair, tokenizer, folder)
+    top = LONG_PROMPT[:40] + "\n".join(reversed(CODE_PROMPTS)) * 8  # shares its first tokens
+    warm = restarted.generate(GenerationRequest(prompt=top, doc_id="a.py", max_new_tokens=1))
+    assert warm.stats.reused_tokens == 0  # nothing of it on disk
+    again = restarted.generate(_request())
+    stored = len(restarted.encode(LONG_PROMPT)) // kvdisk.BLOCK * kvdisk.BLOCK
+    assert again.stats.reused_tokens == stored >= 512
+    cold_answer = _engine(pair, tokenizer, None).generate(_request())
+    assert again.token_ids == cold_answer.token_ids
+    held = restarted.docs.get("a.py")
+    assert held is not None and len(held.target) > stored
+    assert restarted.generate(_request()).stats.reused_tokens > stored  # warm now: no lookup
