@@ -36,11 +36,13 @@ whole.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
 Layout = Literal["psm", "spm", "prefix"]
 CHARS_PER_TOKEN = 3.0  # conservative for code; budgets are in tokens, windows in characters
+CLOSED_STARTS = 256  # closed documents whose window start is kept for their reopening
 
 
 @dataclass(frozen=True)
@@ -153,11 +155,23 @@ class PromptBuilder:
         self.template = template_for(family)
         self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
         self._starts: dict[str, int] = {}
+        self._heads: dict[str, int] = {}  # a hash of the text of each document's start line
         self._anchors: dict[str, _Anchor] = {}
+        # Closed documents' window starts, the most recently closed last (`forget`).
+        self._closed: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     def forget(self, doc_id: str) -> None:
-        self._starts.pop(doc_id, None)
+        """The document is closed. Its window start is kept (`CLOSED_STARTS` of them): reopened
+        with the same line there, it starts where it did, so its prompts begin with the tokens
+        its KV was kept on disk for (a start chosen afresh at the cursor it reopens at would
+        differ once typing had moved the cursor down from where the start was chosen)."""
+        start, head = self._starts.pop(doc_id, None), self._heads.pop(doc_id, None)
         self._anchors.pop(doc_id, None)
+        if start is not None and head is not None:
+            self._closed[doc_id] = (start, head)
+            self._closed.move_to_end(doc_id)
+            while len(self._closed) > CLOSED_STARTS:
+                self._closed.popitem(last=False)
 
     def build(
         self,
@@ -180,6 +194,10 @@ class PromptBuilder:
             self._starts.pop(doc_id, None)
             if previous is not None:
                 self._starts[doc_id] = previous
+        else:
+            self._closed.pop(doc_id, None)  # open again: its start is the one kept above
+            if start < len(lines):
+                self._heads[doc_id] = hash(lines[start])
         layout = self.template.layout
         window = "\n".join(lines[start:row] + [lines[row][:col]])
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
@@ -240,6 +258,9 @@ class PromptBuilder:
 
     def _window_start(self, doc_id: str, lines: list[str], row: int, col: int, limit: int) -> int:
         previous = self._starts.get(doc_id)
+        if previous is None and (closed := self._closed.get(doc_id)) is not None:
+            start, head = closed  # a document reopened: its start, if its line is still there
+            previous = start if start < len(lines) and hash(lines[start]) == head else None
         if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:
             return previous
         # Jump so that a quarter of the budget is free for growth before the next move.

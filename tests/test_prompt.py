@@ -3,7 +3,7 @@ fits the budget, the context line, and the indentation lead."""
 
 from __future__ import annotations
 
-from spec_lsp.prompt import TEMPLATES, Prompt, PromptBuilder, unlead
+from spec_lsp.prompt import CLOSED_STARTS, TEMPLATES, Prompt, PromptBuilder, unlead
 
 
 def _lines(n: int) -> list[str]:
@@ -169,3 +169,33 @@ def test_a_prompt_for_a_text_the_document_may_never_have_leaves_the_anchor_alone
     doc[10] = "    y = 3"
     after = builder.build("doc", doc, 10, 9)
     assert _psm_head(after.text) == _psm_head(typed.text) and after.middle == "    y = 3"
+
+
+def test_a_reopened_document_starts_its_window_where_it_did_while_that_line_is_the_same() -> None:
+    """Typing moved the cursor down from where the window's start was chosen: a start chosen
+    afresh there would differ, and with it every token of the KV kept on disk at the close."""
+    builder = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    lines = _lines(1000)
+    first = builder.build("doc", lines, 600, 5)
+    typed = builder.build("doc", lines, 610, 5)  # the cursor moved down: the start is kept
+    assert typed.window_start == first.window_start
+    fresh = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32).build("doc", lines, 610, 5)
+    assert fresh.window_start != first.window_start
+    builder.forget("doc")  # closed
+    builder.build("doc", lines, 900, 5, remember=False)  # a warm-up of another place: no use
+    reopened = builder.build("doc", lines, 610, 5)
+    assert reopened.window_start == first.window_start and reopened.text == typed.text
+    builder.forget("doc")
+    lines[first.window_start] = "changed = 1"  # its first line edited while it was closed
+    assert builder.build("doc", lines, 610, 5).window_start == fresh.window_start
+    builder.forget("doc")
+    assert builder.build("doc", lines, 990, 5).window_start > 610  # out of reach: chosen afresh
+
+
+def test_closed_documents_starts_are_bounded() -> None:
+    builder = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    lines = _lines(1000)
+    for i in range(CLOSED_STARTS + 10):
+        builder.build(f"doc{i}", lines, 600, 5)
+        builder.forget(f"doc{i}")
+    assert len(builder._closed) == CLOSED_STARTS and "doc0" not in builder._closed

@@ -12,6 +12,7 @@ import attrs
 import pytest_lsp
 from lsp_helpers import (
     REQUEST_TIMEOUT_S,
+    delta,
     inline,
     insert,
     open_doc,
@@ -19,12 +20,15 @@ from lsp_helpers import (
     start_session,
     stats,
     wait_ready,
+    wait_until,
 )
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 EXIT_TIMEOUT_S = 30.0
-KV_FOLDER = Path(tempfile.mkdtemp(prefix="spec-lsp-kv-test-"))  # this module's server keeps KV
+# Where the KV tests' servers keep KV (made by the server, removed by the test).
+KV_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-shutdown"
+REOPEN_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-reopen"
 
 
 @pytest_lsp.fixture(
@@ -36,8 +40,24 @@ KV_FOLDER = Path(tempfile.mkdtemp(prefix="spec-lsp-kv-test-"))  # this module's 
 async def kv_client(lsp_client: LanguageClient):
     """A server of its own whose KV goes on disk, in KV_FOLDER."""
     yield
-    server = lsp_client._server
-    if server is not None and server.returncode is None:
+    await _ended(lsp_client)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=server_command("tiny"),
+        server_env={**os.environ, "SPEC_LSP_KV_DISK": str(REOPEN_FOLDER)},
+    )
+)
+async def reopen_client(lsp_client: LanguageClient):
+    """A server of its own whose KV goes on disk, in REOPEN_FOLDER."""
+    yield
+    await _ended(lsp_client)
+
+
+async def _ended(client: LanguageClient) -> None:
+    server = client._server
+    if server is not None and server.returncode is None:  # the test failed before exiting
         server.kill()
         await asyncio.wait_for(server.wait(), REQUEST_TIMEOUT_S)
 
@@ -120,7 +140,8 @@ async def test_utf32_is_negotiated_when_offered_and_positions_count_code_points(
 async def test_shutdown_keeps_the_open_documents_kv_on_disk(kv_client: LanguageClient) -> None:
     """An editor quits with a file open: its window's KV is on disk when the server has gone (a
     request's prefill alone saves none: nothing was on disk before the shutdown)."""
-    await start_session(kv_client, "neovim")
+    # The request fills the window, and nothing after it prefills another prompt.
+    await start_session(kv_client, "neovim", {"shortWindow": 0, "prefetch": False})
     await wait_ready(kv_client)
     uri = "file:///tmp/kept.py"
     text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(40))
@@ -131,3 +152,40 @@ async def test_shutdown_keeps_the_open_documents_kv_on_disk(kv_client: LanguageC
     await asyncio.wait_for(kv_client.shutdown_session(), EXIT_TIMEOUT_S)
     assert kept()
     shutil.rmtree(KV_FOLDER, ignore_errors=True)
+
+
+async def test_a_file_reopened_where_typing_left_it_takes_its_window_from_disk(
+    reopen_client: LanguageClient,
+) -> None:
+    """Typing moved the cursor down from where the file's window start was chosen; closed and
+    reopened, the file's window starts where it did, so the first request restores the KV kept
+    at the close (a start chosen afresh at that cursor would match none of it)."""
+    client = reopen_client
+    await start_session(client, "neovim", {"shortWindow": 0, "prefetch": False})
+    await wait_ready(client)
+    uri = "file:///tmp/reopened.py"
+    text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(120))
+    open_doc(client, uri, text)
+    row = 240  # a function's first line, deep in the file
+    await inline(client, uri, row, 0)
+    typed = "x0 = f0(1, 2)\nx1 = f1(1, 2)\n"  # the cursor two lines down, the window kept
+    insert(client, uri, 2, row, 0, typed)
+    await inline(client, uri, row + 2, 0)
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    final = text.split("\n")
+    final[row:row] = typed.rstrip("\n").split("\n")
+
+    async def saved() -> bool:
+        return bool(list(REOPEN_FOLDER.glob("*.kv")))
+
+    await wait_until(saved)
+    open_doc(client, uri, "\n".join(final), version=3)
+    before = (await stats(client))["kvReuse"]
+    await inline(client, uri, row + 3, 0)  # a line on: no answer of before fits it
+    after = (await stats(client))["kvReuse"]
+    assert delta(before, after, "promptTokens") > 0  # it was generated
+    assert delta(before, after, "reusedTokens") >= 256  # a whole block, from disk
+    await asyncio.wait_for(client.shutdown_session(), EXIT_TIMEOUT_S)
+    shutil.rmtree(REOPEN_FOLDER, ignore_errors=True)
