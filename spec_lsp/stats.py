@@ -67,6 +67,7 @@ class ServerStats:
     accepted_tokens: int = 0
     prompt_tokens: int = 0
     reused_tokens: int = 0
+    restored_tokens: int = 0  # of documents' windows, read from disk (`kvdisk`)
     prefilled_tokens: int = 0
     generated_tokens: int = 0
     decode_tokens: int = 0  # tokens after each generation's first (that one ends the prefill)
@@ -91,6 +92,7 @@ class ServerStats:
         self.accepted_tokens += g.accepted_tokens
         self.prompt_tokens += g.prompt_tokens
         self.reused_tokens += g.reused_tokens
+        self.restored_tokens += g.restored_tokens
         self.prefilled_tokens += g.prefilled_tokens
         self.generated_tokens += g.generated_tokens
         self.latency["queue"].add(queue_ms)
@@ -149,6 +151,7 @@ class ServerStats:
             "kvReuse": {
                 "promptTokens": self.prompt_tokens,
                 "reusedTokens": self.reused_tokens,
+                "restoredTokens": self.restored_tokens,
                 "prefilledTokens": self.prefilled_tokens,
                 "prefilledPerRequest": (
                     self.prefilled_tokens / self.generated if self.generated else None

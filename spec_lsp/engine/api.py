@@ -117,6 +117,9 @@ class GenerationRequest:
 class GenerationStats:
     prompt_tokens: int = 0
     reused_tokens: int = 0  # prompt tokens whose KV came from the document's cached state
+    # Tokens of the document's window whose KV was read from disk for this request (`kvdisk`;
+    # then reused by it, or by the request after it where a short window answered this one).
+    restored_tokens: int = 0
     prefilled_tokens: int = 0  # prompt tokens run through the target for this request
     generated_tokens: int = 0
     prefill_ms: float = 0.0

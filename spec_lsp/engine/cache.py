@@ -242,18 +242,20 @@ class DocumentStates:
         """Waits up to `timeout` s for the tier's writes: whether they are all done."""
         return self.tier is None or self.tier.flush(timeout)
 
-    def restore(self, doc_id: str | None, tokens: list[int]) -> None:
+    def restore(self, doc_id: str | None, tokens: list[int]) -> int:
         """A document takes the longest prefix of `tokens` the tier holds where that is longer
         than what its own KV shares with them: a file reopened or a server restarted, and a
         document whose KV holds another window (the warm-up at its top, when the first request
-        is further down); its state is replaced then."""
+        is further down); its state is replaced then. The tokens restored (0: none)."""
         if self.tier is None or doc_id is None:
-            return
+            return 0
         state = self._docs.get(doc_id)
         held = 0 if state is None else common_prefix_len(state.target.tokens, tokens)
         loaded = self.tier.load(tokens, held)
-        if loaded is not None:
-            self.put(doc_id, loaded)
+        if loaded is None:
+            return 0
+        self.put(doc_id, loaded)
+        return len(loaded.target)
 
     def clear(self) -> None:
         self._docs.clear()

@@ -145,7 +145,8 @@ class SpecEngine(api.BackendBase):
             stats.stop_reason = "max_tokens"
             return GenerationResult("", [], stats)
         # A document without KV (a file reopened, a server restarted) takes it from disk (kvdisk)
-        self._store(request).restore(request.doc_id if request.reuse_kv else None, prompt)
+        doc_id = request.doc_id if request.reuse_kv else None
+        stats.restored_tokens = self._store(request).restore(doc_id, prompt)
         if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:
             prompt, stats.short_window = short, True  # a cold window: its short one answers
         allowed = None

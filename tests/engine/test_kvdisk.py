@@ -327,7 +327,7 @@ def test_the_end_of_the_server_keeps_every_document_but_a_short_window(
     assert not any((folder / (name + kvfiles.SUFFIX)).exists() for name in stand_in)
     restarted = _engine(pair, tokenizer, folder)
     again = restarted.generate(_request("a.py"))
-    assert again.stats.reused_tokens == len(kept) * kvdisk.BLOCK
+    assert again.stats.reused_tokens == again.stats.restored_tokens == len(kept) * kvdisk.BLOCK
     assert _engine(pair, tokenizer, None).persist(1)  # nothing to keep: done at once
 
 
