@@ -36,7 +36,9 @@ whole.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -155,10 +157,10 @@ class PromptBuilder:
         self.template = template_for(family)
         self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
         self._starts: dict[str, int] = {}
-        self._heads: dict[str, int] = {}  # a hash of the text of each document's start line
+        self._heads: dict[str, str] = {}  # a digest of each document's start line (`_digest`)
         self._anchors: dict[str, _Anchor] = {}
-        # Closed documents' window starts, the most recently closed last (`forget`).
-        self._closed: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        # Closed documents' window starts, the most recently closed last (`forget`, `seed`).
+        self._closed: OrderedDict[str, tuple[int, str]] = OrderedDict()
 
     def forget(self, doc_id: str) -> None:
         """The document is closed. Its window start is kept (`CLOSED_STARTS` of them): reopened
@@ -168,10 +170,28 @@ class PromptBuilder:
         start, head = self._starts.pop(doc_id, None), self._heads.pop(doc_id, None)
         self._anchors.pop(doc_id, None)
         if start is not None and head is not None:
-            self._closed[doc_id] = (start, head)
-            self._closed.move_to_end(doc_id)
-            while len(self._closed) > CLOSED_STARTS:
-                self._closed.popitem(last=False)
+            self._keep_closed(doc_id, start, head)
+
+    def _keep_closed(self, doc_id: str, start: int, head: str) -> None:
+        self._closed[doc_id] = (start, head)
+        self._closed.move_to_end(doc_id)
+        while len(self._closed) > CLOSED_STARTS:
+            self._closed.popitem(last=False)
+
+    def starts(self) -> dict[str, tuple[int, str]]:
+        """Every document's window start with its line's digest, the closed ones first (what
+        `seed` takes: a restarted server's, or the next builder's)."""
+        out = dict(self._closed)
+        out.update((d, (s, self._heads[d])) for d, s in self._starts.items() if d in self._heads)
+        return out
+
+    def seed(self, starts: Mapping[str, tuple[int, str]]) -> None:
+        """Window starts of an earlier server or builder (`starts`), kept as closed documents'
+        are: a document opened with that line there starts its window there (one open now
+        keeps its own)."""
+        for doc_id, (start, head) in starts.items():
+            if doc_id not in self._starts:
+                self._keep_closed(doc_id, int(start), str(head))
 
     def build(
         self,
@@ -197,7 +217,7 @@ class PromptBuilder:
         else:
             self._closed.pop(doc_id, None)  # open again: its start is the one kept above
             if start < len(lines):
-                self._heads[doc_id] = hash(lines[start])
+                self._heads[doc_id] = _digest(lines[start])
         layout = self.template.layout
         window = "\n".join(lines[start:row] + [lines[row][:col]])
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
@@ -260,7 +280,7 @@ class PromptBuilder:
         previous = self._starts.get(doc_id)
         if previous is None and (closed := self._closed.get(doc_id)) is not None:
             start, head = closed  # a document reopened: its start, if its line is still there
-            previous = start if start < len(lines) and hash(lines[start]) == head else None
+            previous = start if start < len(lines) and _digest(lines[start]) == head else None
         if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:
             return previous
         # Jump so that a quarter of the budget is free for growth before the next move.
@@ -283,6 +303,11 @@ class PromptBuilder:
             size += len(line) + 1
         text = "\n".join(parts)
         return text[:limit]
+
+
+def _digest(line: str) -> str:
+    """A line's text as a window start's check (stable across processes, not the text)."""
+    return hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _span(lines: list[str], start: int, row: int, col: int) -> int:

@@ -199,3 +199,20 @@ def test_closed_documents_starts_are_bounded() -> None:
         builder.build(f"doc{i}", lines, 600, 5)
         builder.forget(f"doc{i}")
     assert len(builder._closed) == CLOSED_STARTS and "doc0" not in builder._closed
+
+
+def test_a_restarted_builder_seeded_with_the_starts_opens_windows_where_they_were() -> None:
+    lines = _lines(1000)
+    first = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    chosen = first.build("doc", lines, 600, 5).window_start
+    first.build("doc", lines, 610, 5)  # typing moved the cursor down: the start is kept
+    first.build("gone", lines, 300, 5)
+    first.forget("gone")
+    starts = first.starts()
+    assert set(starts) == {"doc", "gone"} and starts["doc"][0] == chosen
+    restarted = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    restarted.seed(starts)
+    assert restarted.build("doc", lines, 610, 5).window_start == chosen
+    other = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    other.seed({"doc": (chosen, "0" * 16)})  # the line there is not the one it was
+    assert other.build("doc", lines, 610, 5).window_start != chosen

@@ -79,6 +79,20 @@ class Planner:
         self._block_tokens = 0  # the whole-block rule's cap (0: the rule is off)
         self._cross_file = True  # the `crossFile` option: the ring's chunks go in prompts
         self._rate, self._short_args = prefill_rate, (0, "none", 0, 0)
+        self._seed: dict[str, tuple[int, str]] = {}  # window starts for the first builder
+
+    def window_starts(self) -> dict[str, tuple[int, str]]:
+        """The documents' prompt window starts (`PromptBuilder.starts`): what a restarted server
+        or a rebuilt builder takes again (`seed_window_starts`)."""
+        return self.prompts.starts() if self.prompts is not None else dict(self._seed)
+
+    def seed_window_starts(self, starts: dict[str, tuple[int, str]]) -> None:
+        """Window starts an earlier server kept (`window_starts`): a document reopened with the
+        same line there starts its window there, as its KV kept on disk does."""
+        if self.prompts is None:
+            self._seed.update(starts)
+        else:
+            self.prompts.seed(starts)
 
     def configure(self, info: ModelInfo | None, options: Options) -> None:
         """The prompt format of the model `info` describes (None: none loaded), the options."""
@@ -89,7 +103,9 @@ class Planner:
         # A block's cap, never under one line's (`maxTokens` may be set above `blockTokens`).
         self._block_tokens = options.block_tokens and max(options.block_tokens, options.max_tokens)
         if info is not None:
+            kept = self.window_starts()  # the windows stay where they were
             self.prompts = PromptBuilder(info.fim, info.context_tokens, options.max_tokens)
+            self.prompts.seed(kept)
             self._short_args = (
                 options.short_window,
                 info.fim,

@@ -27,7 +27,6 @@ import atexit
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from array import array
@@ -39,9 +38,8 @@ from typing import Any
 import torch
 
 from spec_lsp.engine.cache import DocState, ModelState
-from spec_lsp.engine.kvfiles import BlockFolder
+from spec_lsp.engine.kvfiles import BlockFolder, folder
 from spec_lsp.engine.lean import LeanCache, LeanDecoder
-from spec_lsp.engine.sources.cache_root import cache_dir
 from spec_lsp.engine.weights import native
 
 log = logging.getLogger(__name__)
@@ -51,22 +49,6 @@ COLD_PREFILL = 2 * BLOCK  # an idle request that prefilled this many tokens save
 MAX_PENDING = 256 * 2**20  # bytes of snapshots waiting for the writer; past this none are taken
 EXIT_WAIT_S = 10.0  # how long the interpreter's exit waits for pending writes
 _CODE = ("lean.py", "fusion.py", "compact.py", "qblocks.py", "kblocks.py", "quant.py")
-
-
-def folder(options: Any) -> Path | None:
-    """Where `options` keep KV on disk: `kv_disk_dir`, else what the environment's
-    `SPEC_LSP_KV_DISK` says (`off`: nowhere, as in the test suite; a folder's path: there),
-    else `<cache root>/kv`; None when off."""
-    if options.kv_disk_mb <= 0:
-        return None
-    if options.kv_disk_dir:
-        return Path(options.kv_disk_dir)
-    env = os.environ.get("SPEC_LSP_KV_DISK", "")
-    if env.lower() in ("off", "0", "no", "false"):
-        return None
-    if env and env.lower() not in ("on", "1", "yes", "true"):
-        return Path(env).expanduser()
-    return cache_dir() / "kv"
 
 
 def chain(identity: str, tokens: list[int], block: int = BLOCK) -> list[str]:

@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spec_lsp.engine.sources.cache_root import cache_dir
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1
@@ -38,6 +40,22 @@ MAX_HEADER = 2**20  # bytes: a block's header is a few kB (its token ids)
 STALE_TMP_S = 3600  # a temporary file this old was left by a writer that died
 _LENGTH = struct.Struct("<I")
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def folder(options: Any) -> Path | None:
+    """Where `options` keep KV on disk: `kv_disk_dir`, else what the environment's
+    `SPEC_LSP_KV_DISK` says (`off`: nowhere, as in the test suite; a folder's path: there),
+    else `<cache root>/kv`; None when off."""
+    if options.kv_disk_mb <= 0:
+        return None
+    if options.kv_disk_dir:
+        return Path(options.kv_disk_dir)
+    env = os.environ.get("SPEC_LSP_KV_DISK", "")
+    if env.lower() in ("off", "0", "no", "false"):
+        return None
+    if env and env.lower() not in ("on", "1", "yes", "true"):
+        return Path(env).expanduser()
+    return cache_dir() / "kv"
 
 
 def untrusted(info: os.stat_result) -> str | None:

@@ -25,6 +25,7 @@ from spec_lsp.completion import CompletionService, Suggestion
 from spec_lsp.completion.feedback import Feedback
 from spec_lsp.completion.repo import WATCHED_GLOB
 from spec_lsp.config import Options, settings_section
+from spec_lsp.engine import kvstarts
 from spec_lsp.nextedit import wire as edit_wire
 from spec_lsp.nextedit.service import NextEdits
 from spec_lsp.server.convert import (
@@ -66,6 +67,7 @@ def initialize(ls: SpecServer, params: types.InitializeParams) -> None:
     ls.options, warnings = client_options(ls.options, params.initialization_options)
     worker, name, lane = ls.worker_port()  # a shared server's clients share one worker
     service = CompletionService(worker, ls.options)
+    service.planner.seed_window_starts(kvstarts.load())  # a restarted server's windows
     ls.set_session(ClientSession(service, NextEdits(service), warnings, name, lane))
     service.planner.repo.workspace(workspace_roots(params))  # the symbol index, built aside
 
@@ -96,6 +98,7 @@ def watch_source_files(ls: SpecServer) -> None:
 
 
 def shutdown(ls: SpecServer, params: Any) -> None:
+    ls.keep_window_starts()
     if not ls.shared:  # a shared server's models outlive a session
         ls.end_models()
 

@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 
 from spec_lsp.completion import Arrival
 from spec_lsp.config import Options
+from spec_lsp.engine import kvstarts
 from spec_lsp.server.host import MAX_CLIENTS, LoaderFactory, ModelHost
 from spec_lsp.server.pygls_internals import SpecProtocol, cancel_requests
 from spec_lsp.server.session import ClientSession
@@ -67,6 +68,7 @@ class SpecServer(LanguageServer):
         self.host = host or ModelHost(loader or engine_loader)
         self.exit_code = 0
         self.shared = False  # one of a shared server's clients (`start_shared`)
+        self._starts_kept = False  # `keep_window_starts` ran
         self._session: ClientSession | None = None  # from `initialize` on
         self._start_options = self.options
         self._connection: Connection | None = None  # a shared server's client's
@@ -77,6 +79,15 @@ class SpecServer(LanguageServer):
     def worker(self) -> InferenceWorker | None:
         """The shared worker, from the first `initialize` on."""
         return self.host.worker
+
+    def keep_window_starts(self) -> None:
+        """The session ends: its documents' prompt window starts go beside the KV kept on disk
+        (`engine/kvstarts.py`), for the next server to start its windows where this one did
+        (once a session; nothing before `initialize` or with KV on disk off)."""
+        session = self._session
+        if session is not None and not self._starts_kept:
+            self._starts_kept = True
+            kvstarts.save(session.service.planner.window_starts())
 
     def end_models(self) -> None:
         """The server ends (`shutdown`, or the connection or the process ends without one): the
@@ -153,6 +164,7 @@ class SpecServer(LanguageServer):
         except SystemExit as exc:  # `exit`: pygls ends with sys.exit(0 after shutdown, else 1)
             self.exit_code = exc.code if isinstance(exc.code, int) else 1
         finally:
+            self.keep_window_starts()
             self.end_models()
             self.shutdown()
 

@@ -18,6 +18,7 @@ from spec_lsp.engine.engine import EngineOptions, SpecEngine
 from spec_lsp.engine.forward import Forwards, kernel_family
 from spec_lsp.engine.from_source import tiny_model
 from spec_lsp.engine.lean import LeanDecoder
+from spec_lsp.engine.sources.cache_root import cache_dir
 from spec_lsp.engine.weights import native, quant
 from tests.engine.conftest import CODE_PROMPTS
 
@@ -338,7 +339,7 @@ def test_the_environment_names_the_folder_or_turns_it_off(
     assert kvdisk.folder(EngineOptions()) == tmp_path / "kv"
     assert kvdisk.folder(EngineOptions(kv_disk_dir="/else")) == Path("/else")  # the option first
     monkeypatch.setenv("SPEC_LSP_KV_DISK", "on")
-    assert kvdisk.folder(EngineOptions()) == kvdisk.cache_dir() / "kv"
+    assert kvdisk.folder(EngineOptions()) == cache_dir() / "kv"
     monkeypatch.setenv("SPEC_LSP_KV_DISK", "off")
     assert kvdisk.folder(EngineOptions()) is None
 

@@ -23,12 +23,18 @@ from lsp_helpers import (
     wait_until,
 )
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import (
+    ClientServerConfig,
+    LanguageClient,
+    client_capabilities,
+    make_test_lsp_client,
+)
 
 EXIT_TIMEOUT_S = 30.0
 # Where the KV tests' servers keep KV (made by the server, removed by the test).
 KV_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-shutdown"
 REOPEN_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-reopen"
+RESTART_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-restart"
 
 
 @pytest_lsp.fixture(
@@ -51,6 +57,18 @@ async def kv_client(lsp_client: LanguageClient):
 )
 async def reopen_client(lsp_client: LanguageClient):
     """A server of its own whose KV goes on disk, in REOPEN_FOLDER."""
+    yield
+    await _ended(lsp_client)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=server_command("tiny"),
+        server_env={**os.environ, "SPEC_LSP_KV_DISK": str(RESTART_FOLDER)},
+    )
+)
+async def restart_client(lsp_client: LanguageClient):
+    """A server of its own whose KV goes on disk, in RESTART_FOLDER."""
     yield
     await _ended(lsp_client)
 
@@ -190,3 +208,46 @@ async def test_a_file_reopened_where_typing_left_it_takes_its_window_from_disk(
     assert delta(before, after, "reusedTokens") >= 256  # and reused
     await asyncio.wait_for(client.shutdown_session(), EXIT_TIMEOUT_S)
     shutil.rmtree(REOPEN_FOLDER, ignore_errors=True)
+
+
+async def _type_then_leave(client: LanguageClient, uri: str, text: str, row: int) -> str:
+    """A request at `row` of `text`, two lines typed there and a request after them (the
+    window's start kept, the cursor down): the document's text after it."""
+    open_doc(client, uri, text)
+    await inline(client, uri, row, 0)
+    typed = "x0 = f0(1, 2)\nx1 = f1(1, 2)\n"
+    insert(client, uri, 2, row, 0, typed)
+    await inline(client, uri, row + 2, 0)
+    final = text.split("\n")
+    final[row:row] = typed.rstrip("\n").split("\n")
+    return "\n".join(final)
+
+
+async def test_a_restarted_server_starts_a_files_window_where_the_last_one_did(
+    restart_client: LanguageClient,
+) -> None:
+    """The editor restarts the server with a file open where typing moved the cursor down:
+    the new server starts the file's window where the old one did (the starts kept beside the
+    KV), so its first request restores the KV the old one kept at its shutdown."""
+    options = {"shortWindow": 0, "prefetch": False}
+    await start_session(restart_client, "neovim", options)
+    await wait_ready(restart_client)
+    uri, row = "file:///tmp/restarted.py", 240
+    text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(120))
+    final = await _type_then_leave(restart_client, uri, text, row)
+    await asyncio.wait_for(restart_client.shutdown_session(), EXIT_TIMEOUT_S)
+    assert list(RESTART_FOLDER.glob("*.kv"))
+    again = make_test_lsp_client()
+    env = {**os.environ, "SPEC_LSP_KV_DISK": str(RESTART_FOLDER)}
+    await again.start_io(*server_command("tiny"), env=env)
+    try:
+        await start_session(again, "neovim", options)
+        await wait_ready(again)
+        open_doc(again, uri, final, version=3)
+        await inline(again, uri, row + 3, 0)
+        reuse = (await stats(again))["kvReuse"]
+        assert reuse["restoredTokens"] >= 256 and reuse["reusedTokens"] >= 256
+        await asyncio.wait_for(again.shutdown_session(), EXIT_TIMEOUT_S)
+    finally:
+        await _ended(again)
+        shutil.rmtree(RESTART_FOLDER, ignore_errors=True)

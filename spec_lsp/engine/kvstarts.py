@@ -1,0 +1,79 @@
+"""The prompt windows' starts, kept beside the KV blocks on disk (`kvdisk`).
+
+A document's blocks match only a prompt that starts as the stored one did, and where a file's
+prompt window starts is the prompt builder's choice (`prompt.PromptBuilder`), made at the cursor
+and then kept while typing moves it down: a server that restarted would choose afresh, elsewhere.
+So the server keeps each document's start (its line number and a digest of that line's text, by
+document URI) in one file of the KV folder when it shuts down, and the next server takes them at
+its clients' `initialize` (`Planner.seed_window_starts`). The file is a `kvfiles` one (private
+folder, checksummed, written whole or not at all); the newest `MAX_STARTS` are kept. Torch-free:
+the server reads it before any model is loaded. Nothing here raises into its caller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from spec_lsp.engine.kvfiles import BlockFolder, folder
+from spec_lsp.engine.options import EngineOptions
+
+log = logging.getLogger(__name__)
+
+NAME = "window-starts"  # the file's name in the folder (block names are sha256 hex: no clash)
+HEADER = {"kind": "window-starts", "version": 1}
+MAX_STARTS = 1024  # documents (the newest kept)
+MAX_BYTES = 4 * 2**20  # of the kept budget: a file of starts is never larger
+
+Starts = dict[str, tuple[int, str]]  # document URI -> (start line, its text's digest)
+
+
+def _folder(options: Any) -> BlockFolder | None:
+    path = folder(options if options is not None else EngineOptions())
+    if path is None:
+        return None
+    files = BlockFolder(path, int((options or EngineOptions()).kv_disk_mb * 2**20))
+    return files if files.usable else None
+
+
+def load(options: Any = None) -> Starts:
+    """The starts kept ({} when none, KV on disk is off, or the file fails a check)."""
+    try:
+        files = _folder(options)
+        payload = files.read(NAME, HEADER) if files is not None else None
+        if payload is None:
+            return {}
+        data = json.loads(payload.decode())
+        out: Starts = {}
+        for uri, value in data.items():
+            start, head = value
+            if isinstance(uri, str) and isinstance(start, int) and isinstance(head, str):
+                out[uri] = (start, head)
+        return out
+    except Exception as exc:  # the windows start afresh
+        log.warning("window starts not read: %s", exc)
+        return {}
+
+
+def save(starts: Starts, options: Any = None) -> bool:
+    """Keeps `starts` (the newest last) over those kept, the newest `MAX_STARTS`: whether they
+    were written (not when KV on disk is off, or on a failure, logged)."""
+    try:
+        files = _folder(options)
+        if files is None:
+            return False
+        merged = load(options)
+        for uri, value in starts.items():
+            merged.pop(uri, None)
+            merged[uri] = value
+        kept = dict(list(merged.items())[-MAX_STARTS:])
+        payload = json.dumps(kept).encode()
+        if len(payload) > MAX_BYTES:
+            return False
+        files.write(NAME, HEADER, payload, time.time_ns())
+        return True
+    except Exception as exc:
+        log.warning("window starts not kept: %s", exc)
+        return False
