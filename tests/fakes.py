@@ -122,6 +122,9 @@ class RecordingBackend:
     def forget(self, doc_id: str) -> None:
         self.backend.forget(doc_id)
 
+    def persist(self, timeout_s: float) -> bool:
+        return self.backend.persist(timeout_s)
+
     def other_files(self, doc_id: str, head: str, chunks: FileChunks) -> None:
         self.backend.other_files(doc_id, head, chunks)
 

@@ -11,8 +11,8 @@ The speculative core, at the top:
   drafter of speculative edits), the accept/reject math, whether and how far a round drafts, priced
   on the target's measured pass costs.
 - `copyindex`: every token sequence the engine holds, indexed once for copy drafts.
-- `cache`, `cold`, `kvdisk`, `kvfiles`: KV reuse per document, a cold file's short window, KV
-  prefixes kept on disk in a private folder.
+- `cache`, `cold`, `kvdisk`, `kvfiles`, `kvstarts`: KV reuse per document, a cold file's short
+  window, KV prefixes kept on disk in a private folder, and the prompt windows' starts beside them.
 - `forward`, `lean`: the one forward seam and the lean decoder forward a keystroke's pass runs.
 - `head`, `draft_model`, `draft_vocab`: the distilled draft architectures (`spec_lsp.distill`
   trains them) and a draft's output layer over part of the vocabulary.

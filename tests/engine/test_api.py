@@ -77,6 +77,7 @@ def test_the_protocol_names_the_capabilities_and_every_optional_method() -> None
         "generate",
         "count_tokens",
         "forget",
+        "persist",
         "other_files",
         "status",
         "engine_stats",
