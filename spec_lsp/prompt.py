@@ -157,7 +157,7 @@ class PromptBuilder:
         self.template = template_for(family)
         self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
         self._starts: dict[str, int] = {}
-        self._heads: dict[str, str] = {}  # a digest of each document's start line (`_digest`)
+        self._heads: dict[str, str] = {}  # each document's start line as its last prompt had it
         self._anchors: dict[str, _Anchor] = {}
         # Closed documents' window starts, the most recently closed last (`forget`, `seed`).
         self._closed: OrderedDict[str, tuple[int, str]] = OrderedDict()
@@ -170,7 +170,7 @@ class PromptBuilder:
         start, head = self._starts.pop(doc_id, None), self._heads.pop(doc_id, None)
         self._anchors.pop(doc_id, None)
         if start is not None and head is not None:
-            self._keep_closed(doc_id, start, head)
+            self._keep_closed(doc_id, start, _digest(head))
 
     def _keep_closed(self, doc_id: str, start: int, head: str) -> None:
         self._closed[doc_id] = (start, head)
@@ -182,7 +182,8 @@ class PromptBuilder:
         """Every document's window start with its line's digest, the closed ones first (what
         `seed` takes: a restarted server's, or the next builder's)."""
         out = dict(self._closed)
-        out.update((d, (s, self._heads[d])) for d, s in self._starts.items() if d in self._heads)
+        heads = self._heads
+        out.update((d, (s, _digest(heads[d]))) for d, s in self._starts.items() if d in heads)
         return out
 
     def seed(self, starts: Mapping[str, tuple[int, str]]) -> None:
@@ -217,7 +218,7 @@ class PromptBuilder:
         else:
             self._closed.pop(doc_id, None)  # open again: its start is the one kept above
             if start < len(lines):
-                self._heads[doc_id] = _digest(lines[start])
+                self._heads[doc_id] = lines[start]  # digested only when it is kept
         layout = self.template.layout
         window = "\n".join(lines[start:row] + [lines[row][:col]])
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""

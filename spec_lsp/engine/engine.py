@@ -144,7 +144,8 @@ class SpecEngine(api.BackendBase):
         if not prompt or request.max_new_tokens <= 0:
             stats.stop_reason = "max_tokens"
             return GenerationResult("", [], stats)
-        # A document without KV (a file reopened, a server restarted) takes it from disk (kvdisk)
+        # KV from disk where it holds more of the prompt than the document's own (kvdisk): a file
+        # reopened, a server restarted, a document whose KV holds its top's warm-up
         doc_id = request.doc_id if request.reuse_kv else None
         stats.restored_tokens = self._store(request).restore(doc_id, prompt)
         if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:

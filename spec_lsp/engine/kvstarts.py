@@ -31,27 +31,31 @@ Starts = dict[str, tuple[int, str]]  # document URI -> (start line, its text's d
 
 
 def _folder(options: Any) -> BlockFolder | None:
-    path = folder(options if options is not None else EngineOptions())
+    options = options or EngineOptions()
+    path = folder(options)
     if path is None:
         return None
-    files = BlockFolder(path, int((options or EngineOptions()).kv_disk_mb * 2**20))
+    files = BlockFolder(path, int(options.kv_disk_mb * 2**20))
     return files if files.usable else None
+
+
+def _read(files: BlockFolder) -> Starts:
+    payload = files.read(NAME, HEADER)
+    if payload is None:
+        return {}
+    out: Starts = {}
+    for uri, value in json.loads(payload.decode()).items():
+        start, head = value
+        if isinstance(uri, str) and isinstance(start, int) and isinstance(head, str):
+            out[uri] = (start, head)
+    return out
 
 
 def load(options: Any = None) -> Starts:
     """The starts kept ({} when none, KV on disk is off, or the file fails a check)."""
     try:
         files = _folder(options)
-        payload = files.read(NAME, HEADER) if files is not None else None
-        if payload is None:
-            return {}
-        data = json.loads(payload.decode())
-        out: Starts = {}
-        for uri, value in data.items():
-            start, head = value
-            if isinstance(uri, str) and isinstance(start, int) and isinstance(head, str):
-                out[uri] = (start, head)
-        return out
+        return _read(files) if files is not None else {}
     except Exception as exc:  # the windows start afresh
         log.warning("window starts not read: %s", exc)
         return {}
@@ -64,7 +68,10 @@ def save(starts: Starts, options: Any = None) -> bool:
         files = _folder(options)
         if files is None:
             return False
-        merged = load(options)
+        try:
+            merged = _read(files)
+        except Exception:  # a file that cannot be read is written anew
+            merged = {}
         for uri, value in starts.items():
             merged.pop(uri, None)
             merged[uri] = value

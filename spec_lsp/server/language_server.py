@@ -184,10 +184,8 @@ class SpecServer(LanguageServer):
             served = serve_clients(listener, self, token, MAX_CLIENTS, idle_exit_s)
             loop.run_until_complete(served)
         finally:
-            self.end_models()
+            self.end_models()  # stops the worker too
             self.shutdown()
-            if self.worker is not None:
-                self.worker.stop()
 
     def open_session(self, connection: Connection) -> SpecServer:
         """A new client's server: a fresh protocol (nothing initialized, no requests) writing

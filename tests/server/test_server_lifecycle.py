@@ -31,46 +31,20 @@ from pytest_lsp import (
 )
 
 EXIT_TIMEOUT_S = 30.0
-# Where the KV tests' servers keep KV (made by the server, removed by the test).
-KV_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-shutdown"
-REOPEN_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-reopen"
-RESTART_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}-restart"
+# Where the KV tests' servers keep KV (made by the server, removed after each test).
+KV_FOLDER = Path(tempfile.gettempdir()) / f"spec-lsp-kv-test-{os.getpid()}"
+KV_ENV = {**os.environ, "SPEC_LSP_KV_DISK": str(KV_FOLDER)}
+# The request fills the whole window, and nothing after it prefills another prompt.
+KV_OPTIONS = {"shortWindow": 0, "prefetch": False}
+FUNCTIONS = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(120))
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=server_command("tiny"),
-        server_env={**os.environ, "SPEC_LSP_KV_DISK": str(KV_FOLDER)},
-    )
-)
+@pytest_lsp.fixture(config=ClientServerConfig(server_command("tiny"), server_env=KV_ENV))
 async def kv_client(lsp_client: LanguageClient):
-    """A server of its own whose KV goes on disk, in KV_FOLDER."""
+    """A server of its own whose KV goes on disk, in KV_FOLDER (empty at the start)."""
     yield
     await _ended(lsp_client)
-
-
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=server_command("tiny"),
-        server_env={**os.environ, "SPEC_LSP_KV_DISK": str(REOPEN_FOLDER)},
-    )
-)
-async def reopen_client(lsp_client: LanguageClient):
-    """A server of its own whose KV goes on disk, in REOPEN_FOLDER."""
-    yield
-    await _ended(lsp_client)
-
-
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=server_command("tiny"),
-        server_env={**os.environ, "SPEC_LSP_KV_DISK": str(RESTART_FOLDER)},
-    )
-)
-async def restart_client(lsp_client: LanguageClient):
-    """A server of its own whose KV goes on disk, in RESTART_FOLDER."""
-    yield
-    await _ended(lsp_client)
+    shutil.rmtree(KV_FOLDER, ignore_errors=True)
 
 
 async def _ended(client: LanguageClient) -> None:
@@ -158,56 +132,18 @@ async def test_utf32_is_negotiated_when_offered_and_positions_count_code_points(
 async def test_shutdown_keeps_the_open_documents_kv_on_disk(kv_client: LanguageClient) -> None:
     """An editor quits with a file open: its window's KV is on disk when the server has gone (a
     request's prefill alone saves none: nothing was on disk before the shutdown)."""
-    # The request fills the window, and nothing after it prefills another prompt.
-    await start_session(kv_client, "neovim", {"shortWindow": 0, "prefetch": False})
+    await start_session(kv_client, "neovim", KV_OPTIONS)
     await wait_ready(kv_client)
-    uri = "file:///tmp/kept.py"
-    text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(40))
+    uri, text = "file:///tmp/kept.py", FUNCTIONS[: FUNCTIONS.index("def f40(")]
     open_doc(kv_client, uri, text + "x = ")
     await inline(kv_client, uri, text.count("\n"), 4)
-    kept = lambda: list(KV_FOLDER.glob("*.kv"))  # noqa: E731
-    assert not kept()
+    assert not _kept()
     await asyncio.wait_for(kv_client.shutdown_session(), EXIT_TIMEOUT_S)
-    assert kept()
-    shutil.rmtree(KV_FOLDER, ignore_errors=True)
+    assert _kept()
 
 
-async def test_a_file_reopened_where_typing_left_it_takes_its_window_from_disk(
-    reopen_client: LanguageClient,
-) -> None:
-    """Typing moved the cursor down from where the file's window start was chosen; closed and
-    reopened, the file's window starts where it did, so the first request restores the KV kept
-    at the close (a start chosen afresh at that cursor would match none of it)."""
-    client = reopen_client
-    await start_session(client, "neovim", {"shortWindow": 0, "prefetch": False})
-    await wait_ready(client)
-    uri = "file:///tmp/reopened.py"
-    text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(120))
-    open_doc(client, uri, text)
-    row = 240  # a function's first line, deep in the file
-    await inline(client, uri, row, 0)
-    typed = "x0 = f0(1, 2)\nx1 = f1(1, 2)\n"  # the cursor two lines down, the window kept
-    insert(client, uri, 2, row, 0, typed)
-    await inline(client, uri, row + 2, 0)
-    client.text_document_did_close(
-        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    )
-    final = text.split("\n")
-    final[row:row] = typed.rstrip("\n").split("\n")
-
-    async def saved() -> bool:
-        return bool(list(REOPEN_FOLDER.glob("*.kv")))
-
-    await wait_until(saved)
-    open_doc(client, uri, "\n".join(final), version=3)
-    before = (await stats(client))["kvReuse"]
-    await inline(client, uri, row + 3, 0)  # a line on: no answer of before fits it
-    after = (await stats(client))["kvReuse"]
-    assert delta(before, after, "promptTokens") > 0  # it was generated
-    assert delta(before, after, "restoredTokens") >= 256  # a whole block, from disk
-    assert delta(before, after, "reusedTokens") >= 256  # and reused
-    await asyncio.wait_for(client.shutdown_session(), EXIT_TIMEOUT_S)
-    shutil.rmtree(REOPEN_FOLDER, ignore_errors=True)
+def _kept() -> list[Path]:
+    return list(KV_FOLDER.glob("*.kv"))
 
 
 async def _type_then_leave(client: LanguageClient, uri: str, text: str, row: int) -> str:
@@ -223,25 +159,50 @@ async def _type_then_leave(client: LanguageClient, uri: str, text: str, row: int
     return "\n".join(final)
 
 
+async def test_a_file_reopened_where_typing_left_it_takes_its_window_from_disk(
+    kv_client: LanguageClient,
+) -> None:
+    """Typing moved the cursor down from where the file's window start was chosen; closed and
+    reopened, the file's window starts where it did, so the first request restores the KV kept
+    at the close (a start chosen afresh at that cursor would match none of it)."""
+    await start_session(kv_client, "neovim", KV_OPTIONS)
+    await wait_ready(kv_client)
+    uri, row = "file:///tmp/reopened.py", 240  # a function's first line, deep in the file
+    final = await _type_then_leave(kv_client, uri, FUNCTIONS, row)
+    kv_client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+
+    async def saved() -> bool:
+        return bool(_kept())
+
+    await wait_until(saved)
+    open_doc(kv_client, uri, final, version=3)
+    before = (await stats(kv_client))["kvReuse"]
+    await inline(kv_client, uri, row + 3, 0)  # a line on: no answer of before fits it
+    after = (await stats(kv_client))["kvReuse"]
+    assert delta(before, after, "promptTokens") > 0  # it was generated
+    assert delta(before, after, "restoredTokens") >= 256  # a whole block, from disk
+    assert delta(before, after, "reusedTokens") >= 256  # and reused
+    await asyncio.wait_for(kv_client.shutdown_session(), EXIT_TIMEOUT_S)
+
+
 async def test_a_restarted_server_starts_a_files_window_where_the_last_one_did(
-    restart_client: LanguageClient,
+    kv_client: LanguageClient,
 ) -> None:
     """The editor restarts the server with a file open where typing moved the cursor down:
     the new server starts the file's window where the old one did (the starts kept beside the
     KV), so its first request restores the KV the old one kept at its shutdown."""
-    options = {"shortWindow": 0, "prefetch": False}
-    await start_session(restart_client, "neovim", options)
-    await wait_ready(restart_client)
+    await start_session(kv_client, "neovim", KV_OPTIONS)
+    await wait_ready(kv_client)
     uri, row = "file:///tmp/restarted.py", 240
-    text = "".join(f"def f{i}(a, b):\n    return a * {i} + b\n\n" for i in range(120))
-    final = await _type_then_leave(restart_client, uri, text, row)
-    await asyncio.wait_for(restart_client.shutdown_session(), EXIT_TIMEOUT_S)
-    assert list(RESTART_FOLDER.glob("*.kv"))
+    final = await _type_then_leave(kv_client, uri, FUNCTIONS, row)
+    await asyncio.wait_for(kv_client.shutdown_session(), EXIT_TIMEOUT_S)
+    assert _kept()
     again = make_test_lsp_client()
-    env = {**os.environ, "SPEC_LSP_KV_DISK": str(RESTART_FOLDER)}
-    await again.start_io(*server_command("tiny"), env=env)
+    await again.start_io(*server_command("tiny"), env=KV_ENV)
     try:
-        await start_session(again, "neovim", options)
+        await start_session(again, "neovim", KV_OPTIONS)
         await wait_ready(again)
         open_doc(again, uri, final, version=3)
         await inline(again, uri, row + 3, 0)
@@ -250,4 +211,3 @@ async def test_a_restarted_server_starts_a_files_window_where_the_last_one_did(
         await asyncio.wait_for(again.shutdown_session(), EXIT_TIMEOUT_S)
     finally:
         await _ended(again)
-        shutil.rmtree(RESTART_FOLDER, ignore_errors=True)
