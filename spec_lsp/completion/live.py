@@ -305,8 +305,8 @@ class Generations:
             log.debug(
                 "%s %s: queued %.0f ms, prompt %d tokens (%d reused, %d prefilled in %.0f ms), "
                 "%d generated, %.0f ms in all, %s; %s: %d of %d drafted accepted, %d gated "
-                "rounds, draft KV %d behind; %d target passes (%d prefill), %d draft passes, %.0f ms "
-                "drafting, %.0f ms verifying",
+                "rounds, draft KV %d behind; %d target passes (%d prefill), %d draft passes, "
+                "%.0f ms drafting, %.0f ms verifying",
                 live.kind,
                 live.uri.rsplit("/", 1)[-1],
                 job.queue_ms,

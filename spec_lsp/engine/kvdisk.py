@@ -6,7 +6,10 @@ block (`kvfiles`: a verified header, then the block's keys and values for every 
 bytes). Block n's file is named by a chain hash, as vLLM's prefix caching names its blocks: the
 sha256 of block n - 1's name and block n's token ids, block 0's chained from the identity. The
 identity (`model_identity`) names what the numbers depend on: the model (name, config, a
-fingerprint of its weights), the forward and its code, the kernels, the KV's dtype and shape. A
+fingerprint of its weights), the forward and its code, the kernels, the KV's dtype and shape. The
+positions past a state's last whole block (its tail: the end of a prompt, its suffix, what was
+generated) are kept too, in one file per chain position (`tail_name`), the latest state's: a file
+reopened as it was closed, the cursor where it was, restores its whole prompt but a token. A
 window whose start matches a stored one and whose end differs gets the longest stored prefix;
 nothing is ever restored for other tokens or another model, so no answer can be stale, and the
 lean forward's passes being row-invariant, a restored prefix gives bitwise the logits of a cold
@@ -37,7 +40,7 @@ from typing import Any
 
 import torch
 
-from spec_lsp.engine.cache import DocState, ModelState
+from spec_lsp.engine.cache import DocState, ModelState, common_prefix_len
 from spec_lsp.engine.kvfiles import BlockFolder, folder
 from spec_lsp.engine.lean import LeanCache, LeanDecoder
 from spec_lsp.engine.weights import native
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 BLOCK = 256  # tokens per file: two of the engine's prefill chunks, so restored KV ends on one
 COLD_PREFILL = 2 * BLOCK  # an idle request that prefilled this many tokens saves its window
+MIN_TAIL = 16  # tokens: a shorter tail is not kept, and a lookup for fewer than this not made
 MAX_PENDING = 256 * 2**20  # bytes of snapshots waiting for the writer; past this none are taken
 EXIT_WAIT_S = 10.0  # how long the interpreter's exit waits for pending writes
 _CODE = ("lean.py", "fusion.py", "compact.py", "qblocks.py", "kblocks.py", "quant.py")
@@ -54,13 +58,23 @@ _CODE = ("lean.py", "fusion.py", "compact.py", "qblocks.py", "kblocks.py", "quan
 def chain(identity: str, tokens: list[int], block: int = BLOCK) -> list[str]:
     """The names of the whole blocks of `tokens`: block n's covers the identity and every token
     up to its end."""
-    key = hashlib.sha256(b"spec-lsp kv\0" + identity.encode()).digest()
+    key = _seed(identity)
     names = []
     for start in range(0, len(tokens) - block + 1, block):
         ids = array("q", tokens[start : start + block])  # int64, this machine's byte order
         key = hashlib.sha256(key + ids.tobytes()).digest()
         names.append(key.hex())
     return names
+
+
+def tail_name(identity: str, names: list[str]) -> str:
+    """The name of the tail file after the whole blocks `names` (a `chain`'s first n, n >= 0)."""
+    key = bytes.fromhex(names[-1]) if names else _seed(identity)
+    return hashlib.sha256(key + b"tail").hexdigest()
+
+
+def _seed(identity: str) -> bytes:
+    return hashlib.sha256(b"spec-lsp kv\0" + identity.encode()).digest()
 
 
 def _fingerprint(model: torch.nn.Module) -> str:
@@ -131,6 +145,17 @@ def _block_bytes(forward: LeanDecoder, n: int) -> int:
     return per_layer * len(forward.layers)
 
 
+def _tail_match(header: dict[str, Any] | None, identity: str, start: int, tokens: list[int]) -> int:
+    """How many of `tokens` past `start` a tail file's header says it holds (0: none, another
+    identity or position)."""
+    if header is None or header.get("identity") != identity or header.get("start") != start:
+        return 0
+    tail = header.get("tokens")
+    if not header.get("tail") or not isinstance(tail, list):
+        return 0
+    return common_prefix_len(tail, tokens[start:])
+
+
 @dataclass
 class _Job:
     name: str
@@ -153,7 +178,8 @@ class KVDisk:
 
     def save(self, identity: str, state: ModelState) -> int:
         """Queues the whole blocks of `state`'s KV that are not on disk yet (the ones that are
-        count as used now): the number queued. Never raises."""
+        count as used now), and its tail (`MIN_TAIL` tokens or more) where the one stored after
+        them holds other tokens: the number of files queued. Never raises."""
         try:
             return self._save(identity, state)
         except Exception as exc:  # the KV is just not kept
@@ -179,9 +205,30 @@ class KVDisk:
                 "shape": list(cache.shape),
             }
             if not self._submit(_Job(name, header, _snapshot(cache, start, self.block), used)):
-                break
+                return queued
             queued += 1
-        return queued
+        return queued + self._save_tail(identity, state, names, now)
+
+    def _save_tail(self, identity: str, state: ModelState, names: list[str], now: int) -> int:
+        """Queues `state`'s tail past its whole blocks `names` (1 when queued)."""
+        cache = state.cache
+        start = len(names) * self.block
+        tail = state.tokens[start : cache.length]
+        if len(tail) < MIN_TAIL:
+            return 0
+        name = tail_name(identity, names)
+        kept = self.files.header(name)
+        if kept is not None and kept.get("tokens") == tail and self.files.touch(name, now):
+            return 0
+        header = {
+            "identity": identity,
+            "start": start,
+            "tail": True,
+            "tokens": tail,
+            "dtype": str(cache.dtype).removeprefix("torch."),
+            "shape": list(cache.shape),
+        }
+        return int(self._submit(_Job(name, header, _snapshot(cache, start, len(tail)), now)))
 
     def restore(self, identity: str, state: ModelState, tokens: list[int]) -> int:
         """Fills an empty `state` of the lean forward with the longest stored prefix of `tokens`:
@@ -195,16 +242,16 @@ class KVDisk:
 
     def stored(self, identity: str, tokens: list[int]) -> int:
         """How many of `tokens` the files there would restore at most (their chain's blocks
-        that are on disk, from the first; the files are not read). Never raises."""
+        that are on disk, from the first, and what the tail after them shares with `tokens`;
+        only the tail's header is read). Never raises."""
         try:
             if not self.files.usable:
                 return 0
-            done = 0
-            for name in chain(identity, tokens, self.block):
-                if not self.files.has(name):
-                    break
-                done += self.block
-            return done
+            names = chain(identity, tokens, self.block)
+            found = next((i for i, n in enumerate(names) if not self.files.has(n)), len(names))
+            start = found * self.block
+            header = self.files.header(tail_name(identity, names[:found]))
+            return start + _tail_match(header, identity, start, tokens)
         except Exception as exc:
             log.warning("KV not looked up in %s: %s", self.files.path, exc)
             return 0
@@ -235,11 +282,50 @@ class KVDisk:
             _fill(cache, torch.frombuffer(payload, dtype=torch.uint8), start, self.block)
             self.files.touch(name, now + (len(names) - i) * 1000)
             done = start + self.block
+        cache, done = self._restore_tail(
+            identity, forward, cache, names[: done // self.block], tokens
+        )
         if cache is None:
             return 0
         cache.length = done
         state.cache, state.tokens = cache, list(tokens[:done])
         return done
+
+    def _restore_tail(
+        self,
+        identity: str,
+        forward: LeanDecoder,
+        cache: LeanCache | None,
+        names: list[str],
+        tokens: list[int],
+    ) -> tuple[LeanCache | None, int]:
+        """The whole blocks `names` restored into `cache` (None: none), and the stored tail
+        after them where it shares `MIN_TAIL` tokens or more with `tokens`: the cache and the
+        tokens it covers."""
+        start = len(names) * self.block
+        name = tail_name(identity, names)
+        header = self.files.header(name)
+        shared = _tail_match(header, identity, start, tokens)
+        if shared < MIN_TAIL or header is None:
+            return cache, start
+        tail = header["tokens"]
+        expect = {
+            "identity": identity,
+            "start": start,
+            "tail": True,
+            "tokens": tail,
+            "bytes": _block_bytes(forward, len(tail)),
+        }
+        payload = self.files.read(name, expect)
+        if payload is None:
+            return cache, start
+        if cache is None:
+            cache = forward.new_cache()
+        cache.length = start  # the blocks filled: kept if the room grows
+        cache.reserve(start + len(tail))
+        _fill(cache, torch.frombuffer(payload, dtype=torch.uint8), start, len(tail))
+        self.files.touch(name, time.time_ns())
+        return cache, start + shared
 
     def _submit(self, job: _Job) -> bool:
         size = job.payload.numel()
@@ -296,8 +382,8 @@ class DocDisk:
         the draft model's where stored too), or None when none longer than `held` tokens (what
         the document's own KV shares with `tokens`) is stored."""
         identity = self.identities[self.target]
-        if held >= len(tokens) // self.disk.block * self.disk.block:
-            return None  # no whole block beyond what is held: nothing to look up
+        if len(tokens) - held < MIN_TAIL:
+            return None  # less to gain than a lookup is worth: the typing's usual case
         if held and self.disk.stored(identity, tokens) <= held:
             return None
         target = ModelState(self.target)

@@ -136,6 +136,17 @@ class BlockFolder:
             return None
         return got
 
+    def header(self, name: str) -> dict[str, Any] | None:
+        """The header of file `name`, its payload neither read nor checked (a lookup: `read`
+        checks both); None when there is none or it cannot be read."""
+        try:
+            fd = os.open(name + SUFFIX, os.O_RDONLY | _NOFOLLOW, dir_fd=self._dir)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            got = _header(f, fd)
+        return got if isinstance(got, dict) else None
+
     def _load(self, name: str, expect: dict[str, Any]) -> bytearray | str | None:
         """The payload of file `name`, or why it fails a check, or None when there is none."""
         try:
@@ -145,20 +156,18 @@ class BlockFolder:
         except OSError as exc:  # a symlink (ELOOP): not ours to follow
             return str(exc)
         with os.fdopen(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or untrusted(info):
-                return "not a private regular file"
-            head = f.read(len(MAGIC) + _LENGTH.size)
-            if len(head) < len(MAGIC) + _LENGTH.size or not head.startswith(MAGIC):
-                return "no header"
-            (length,) = _LENGTH.unpack(head[len(MAGIC) :])
+            header = _header(f, fd)
+            if isinstance(header, str):
+                return header
             try:
-                header = json.loads(f.read(min(length, MAX_HEADER)))
                 if any(header[k] != v for k, v in {"format": FORMAT, **expect}.items()):
                     return "another format, identity, tokens or size"
-            except (ValueError, KeyError, TypeError):
+                size = int(header["bytes"])
+            except (KeyError, TypeError, ValueError):
                 return "a corrupt header"
-            payload = bytearray(int(header["bytes"]))
+            if size < 0:
+                return "a corrupt header"
+            payload = bytearray(size)
             if f.readinto(payload) != len(payload) or f.read(1):
                 return "a truncated or overlong payload"
         if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
@@ -203,3 +212,19 @@ class BlockFolder:
             with contextlib.suppress(FileNotFoundError):  # another server's eviction was first
                 os.unlink(name, dir_fd=self._dir)
             total -= size
+
+
+def _header(f: Any, fd: int) -> dict[str, Any] | str:
+    """The JSON header of an open block file (the position after it), or why it has none."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or untrusted(info):
+        return "not a private regular file"
+    head = f.read(len(MAGIC) + _LENGTH.size)
+    if len(head) < len(MAGIC) + _LENGTH.size or not head.startswith(MAGIC):
+        return "no header"
+    (length,) = _LENGTH.unpack(head[len(MAGIC) :])
+    try:
+        header = json.loads(f.read(min(length, MAX_HEADER)))
+    except ValueError:
+        return "a corrupt header"
+    return header if isinstance(header, dict) else "a corrupt header"

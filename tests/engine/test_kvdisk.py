@@ -69,11 +69,12 @@ def test_a_restored_prefix_gives_bitwise_the_logits_and_cache_of_a_cold_prefill(
     disk = kvdisk.KVDisk(tmp_path / "kv", 2**30)
     cold = ModelState(decoder)
     want = _prefill(cold, ids)
-    assert disk.save("model", cold) == 2  # the whole blocks: 512 of 600 tokens
+    assert disk.save("model", cold) == 3  # the whole blocks (512 of 600 tokens) and the tail
     assert disk.flush(30)
+    assert disk.save("model", cold) == 0  # all there already
     warm = ModelState(decoder)
-    assert disk.restore("model", warm, ids) == 512
-    assert warm.tokens == ids[:512]
+    assert disk.restore("model", warm, ids) == 600
+    assert warm.tokens == ids
     got = _prefill(warm, ids)
     assert torch.equal(got, want)
     for i in range(len(cold.cache.keys)):
@@ -91,10 +92,40 @@ def test_a_window_whose_end_differs_restores_its_longest_stored_prefix(tmp_path:
         (ids[:200] + _ids(400, seed=3), 0),
         (_ids(1, seed=4) + ids[1:], 0),
         (ids[:255], 0),  # not one whole block
+        (ids, 600),  # the tail too
+        (ids[:580] + _ids(50, seed=5), 580),  # what the tail shares
+        (ids[:520] + _ids(50, seed=6), 512),  # too little of it shared to be read
     ]:
         state = ModelState(decoder)
         assert disk.restore("model", state, tokens) == restored
         assert state.tokens == tokens[:restored]
+
+
+def test_the_tail_is_the_latest_states_and_a_corrupt_one_is_deleted(tmp_path: Path) -> None:
+    decoder, ids = _decoder(), _ids(600)
+    folder = tmp_path / "kv"
+    disk = kvdisk.KVDisk(folder, 2**30)
+    _saved(disk, "model", decoder, ids)
+    other = ids[:540] + _ids(60, seed=7)  # the same blocks, another tail: it replaces the first
+    _saved(disk, "model", decoder, other)
+    tail = folder / (kvdisk.tail_name("model", kvdisk.chain("model", ids)) + kvfiles.SUFFIX)
+    assert len(list(folder.glob("*" + kvfiles.SUFFIX))) == 3 and tail.exists()
+    for tokens, restored in [(other, 600), (ids, 540)]:
+        state = ModelState(decoder)
+        assert disk.restore("model", state, tokens) == restored
+    want = _prefill(ModelState(decoder), other)
+    state = ModelState(decoder)
+    disk.restore("model", state, other)
+    assert torch.equal(_prefill(state, other), want)
+    data = bytearray(tail.read_bytes())
+    data[-3] ^= 0x10
+    tail.write_bytes(bytes(data))
+    assert disk.restore("model", ModelState(decoder), other) == 512  # the blocks only
+    assert not tail.exists()
+    short = _ids(100, seed=8)  # under one block: its tail alone
+    _saved(disk, "model", decoder, short)
+    assert disk.stored("model", short) == 100
+    assert disk.restore("model", ModelState(decoder), short) == 100
 
 
 def test_nothing_is_restored_for_another_identity_or_into_a_state_that_holds_kv(
@@ -257,8 +288,9 @@ def test_a_restarted_engine_answers_the_same_from_restored_kv(
     assert after.text == before.text and len(after.token_ids) == 12
     prompt = before.stats.prompt_tokens
     assert before.stats.reused_tokens == 0 and cold.stats.reused_tokens == 0
-    assert after.stats.reused_tokens == prompt // kvdisk.BLOCK * kvdisk.BLOCK >= 512
-    assert after.stats.prefilled_tokens == prompt - after.stats.reused_tokens
+    # The whole prompt came back (its tail too); its last token runs again for its logits.
+    assert after.stats.restored_tokens == prompt >= 512
+    assert after.stats.reused_tokens == prompt - 1 and after.stats.prefilled_tokens == 1
     state = restarted.docs.get("a.py")
     assert state is not None and isinstance(state.draft, ModelState)
     assert len(state.draft) >= after.stats.reused_tokens  # the draft model's KV came back too
@@ -328,7 +360,8 @@ def test_the_end_of_the_server_keeps_every_document_but_a_short_window(
     assert not any((folder / (name + kvfiles.SUFFIX)).exists() for name in stand_in)
     restarted = _engine(pair, tokenizer, folder)
     again = restarted.generate(_request("a.py"))
-    assert again.stats.reused_tokens == again.stats.restored_tokens == len(kept) * kvdisk.BLOCK
+    assert again.stats.restored_tokens == again.stats.prompt_tokens > len(kept) * kvdisk.BLOCK
+    assert again.stats.reused_tokens == again.stats.prompt_tokens - 1
     assert _engine(pair, tokenizer, None).persist(1)  # nothing to keep: done at once
 
 
@@ -360,10 +393,10 @@ def test_a_document_whose_kv_holds_another_window_takes_the_stored_longer_prefix
     warm = restarted.generate(GenerationRequest(prompt=top, doc_id="a.py", max_new_tokens=1))
     assert warm.stats.reused_tokens == 0  # nothing of it on disk
     again = restarted.generate(_request())
-    stored = len(restarted.encode(LONG_PROMPT)) // kvdisk.BLOCK * kvdisk.BLOCK
-    assert again.stats.reused_tokens == stored >= 512
+    stored = len(restarted.encode(LONG_PROMPT))  # every token, the tail's too
+    assert again.stats.reused_tokens == stored - 1 and stored >= 512
     cold_answer = _engine(pair, tokenizer, None).generate(_request())
     assert again.token_ids == cold_answer.token_ids
     held = restarted.docs.get("a.py")
     assert held is not None and len(held.target) > stored
-    assert restarted.generate(_request()).stats.reused_tokens > stored  # warm now: no lookup
+    assert restarted.generate(_request()).stats.restored_tokens == 0  # warm now: no lookup
