@@ -45,6 +45,9 @@ from typing import Literal
 Layout = Literal["psm", "spm", "prefix"]
 CHARS_PER_TOKEN = 3.0  # conservative for code; budgets are in tokens, windows in characters
 CLOSED_STARTS = 256  # closed documents whose window start is kept for their reopening
+# A window start kept for a closed document (`PromptBuilder.starts`): its line, a digest of that
+# line's text, and its PSM anchor (`_anchor_key`: "" for none).
+Kept = tuple[int, str, str]
 
 
 @dataclass(frozen=True)
@@ -160,39 +163,45 @@ class PromptBuilder:
         self._heads: dict[str, str] = {}  # each document's start line as its last prompt had it
         self._anchors: dict[str, _Anchor] = {}
         # Closed documents' window starts, the most recently closed last (`forget`, `seed`).
-        self._closed: OrderedDict[str, tuple[int, str]] = OrderedDict()
+        self._closed: OrderedDict[str, Kept] = OrderedDict()
 
     def forget(self, doc_id: str) -> None:
         """The document is closed. Its window start is kept (`CLOSED_STARTS` of them): reopened
         with the same line there, it starts where it did, so its prompts begin with the tokens
         its KV was kept on disk for (a start chosen afresh at the cursor it reopens at would
-        differ once typing had moved the cursor down from where the start was chosen)."""
+        differ once typing had moved the cursor down from where the start was chosen). Its PSM
+        anchor too, as digests: reopened with the same text before it and after the cursor,
+        its first prompt is its last one (all of it on disk)."""
         start, head = self._starts.pop(doc_id, None), self._heads.pop(doc_id, None)
-        self._anchors.pop(doc_id, None)
+        anchor = self._anchors.pop(doc_id, None)
         if start is not None and head is not None:
-            self._keep_closed(doc_id, start, _digest(head))
+            self._keep_closed(doc_id, (start, _digest(head), _anchor_key(anchor, start)))
 
-    def _keep_closed(self, doc_id: str, start: int, head: str) -> None:
-        self._closed[doc_id] = (start, head)
+    def _keep_closed(self, doc_id: str, kept: Kept) -> None:
+        self._closed[doc_id] = kept
         self._closed.move_to_end(doc_id)
         while len(self._closed) > CLOSED_STARTS:
             self._closed.popitem(last=False)
 
-    def starts(self) -> dict[str, tuple[int, str]]:
-        """Every document's window start with its line's digest, the closed ones first (what
-        `seed` takes: a restarted server's, or the next builder's)."""
+    def starts(self) -> dict[str, Kept]:
+        """Every document's window start with its line's digest and its anchor's, the closed
+        ones first (what `seed` takes: a restarted server's, or the next builder's)."""
         out = dict(self._closed)
-        heads = self._heads
-        out.update((d, (s, _digest(heads[d]))) for d, s in self._starts.items() if d in heads)
+        heads, anchors = self._heads, self._anchors
+        out.update(
+            (d, (s, _digest(heads[d]), _anchor_key(anchors.get(d), s)))
+            for d, s in self._starts.items()
+            if d in heads
+        )
         return out
 
-    def seed(self, starts: Mapping[str, tuple[int, str]]) -> None:
+    def seed(self, starts: Mapping[str, Kept]) -> None:
         """Window starts of an earlier server or builder (`starts`), kept as closed documents'
         are: a document opened with that line there starts its window there (one open now
         keeps its own)."""
-        for doc_id, (start, head) in starts.items():
+        for doc_id, (start, head, anchor) in starts.items():
             if doc_id not in self._starts:
-                self._keep_closed(doc_id, int(start), str(head))
+                self._keep_closed(doc_id, (int(start), str(head), str(anchor)))
 
     def build(
         self,
@@ -209,6 +218,7 @@ class PromptBuilder:
         document's window start and anchor stay as they were. `files`: other files' text, placed
         first (it changes only on idle), its size taken from the prefix window's budget."""
         previous = self._starts.get(doc_id)
+        closed = self._closed.get(doc_id)
         limit = max(self.budget.prefix_chars // 2, self.budget.prefix_chars - len(files))
         start = self._window_start(doc_id, lines, row, col, limit)
         if not remember:
@@ -224,7 +234,8 @@ class PromptBuilder:
         suffix = self._suffix(lines, row, col) if self.budget.suffix_chars else ""
         middle = ""
         if layout == "psm":
-            cut = len(self._anchor(doc_id, start, window, col, suffix, remember).before)
+            reopened = closed[2] if closed is not None and closed[0] == start else ""
+            cut = len(self._anchor(doc_id, start, window, col, suffix, remember, reopened).before)
             window, middle = window[:cut], window[cut:]
         # The lead comes off whatever typed text ends the prompt (the window, or a PSM middle).
         lead = typed_lead(lines[row][:col]) if layout == "prefix" or middle else ""
@@ -247,11 +258,20 @@ class PromptBuilder:
         return Prompt(text, start, context_used, lead, middle=middle, heal=heal)
 
     def _anchor(
-        self, doc_id: str, start: int, window: str, col: int, suffix: str, remember: bool
+        self,
+        doc_id: str,
+        start: int,
+        window: str,
+        col: int,
+        suffix: str,
+        remember: bool,
+        reopened: str = "",
     ) -> _Anchor:
         """The document's anchor if the text before it, the window and the suffix are as they
-        were and the middle is not too long; else one at the start of the cursor's line."""
-        kept = self._anchors.get(doc_id)
+        were and the middle is not too long; else one at the start of the cursor's line.
+        `reopened`: the anchor kept when the document was closed (`_anchor_key`), taken again
+        where its digests hold."""
+        kept = self._anchors.get(doc_id) or _reopened(reopened, start, window, suffix)
         if (
             kept is not None
             and kept.start == start
@@ -259,6 +279,8 @@ class PromptBuilder:
             and window.startswith(kept.before)
             and len(window) - len(kept.before) <= self.budget.prefix_chars // 4
         ):
+            if remember:
+                self._anchors[doc_id] = kept
             return kept
         anchor = _Anchor(start, window[: len(window) - col], suffix)
         if remember:
@@ -280,9 +302,10 @@ class PromptBuilder:
     def _window_start(self, doc_id: str, lines: list[str], row: int, col: int, limit: int) -> int:
         previous = self._starts.get(doc_id)
         if previous is None and (closed := self._closed.get(doc_id)) is not None:
-            start, head = closed  # a document reopened: its start, if its line is still there
+            start, head, _ = closed  # a document reopened: its start, if its line is still there
             previous = start if start < len(lines) and _digest(lines[start]) == head else None
         if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:
+            self._starts[doc_id] = previous  # a reopened document's: its own again
             return previous
         # Jump so that a quarter of the budget is free for growth before the next move.
         target = int(limit * 0.75)
@@ -309,6 +332,25 @@ class PromptBuilder:
 def _digest(line: str) -> str:
     """A line's text as a window start's check (stable across processes, not the text)."""
     return hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _anchor_key(anchor: _Anchor | None, start: int) -> str:
+    """A PSM anchor as its length and a digest of its text and suffix ("" for none, or one of
+    another window start): what a reopened document's anchor is checked against."""
+    if anchor is None or anchor.start != start:
+        return ""
+    return f"{len(anchor.before)}:{_digest(anchor.before + chr(0) + anchor.suffix)}"
+
+
+def _reopened(key: str, start: int, window: str, suffix: str) -> _Anchor | None:
+    """The anchor `key` (`_anchor_key`) describes, where the window and suffix hold its text."""
+    length, _, digest = key.partition(":")
+    if not length.isdigit() or int(length) > len(window):
+        return None
+    before = window[: int(length)]
+    if _digest(before + chr(0) + suffix) != digest:
+        return None
+    return _Anchor(start, before, suffix)
 
 
 def _span(lines: list[str], start: int, row: int, col: int) -> int:

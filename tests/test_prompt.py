@@ -214,5 +214,31 @@ def test_a_restarted_builder_seeded_with_the_starts_opens_windows_where_they_wer
     restarted.seed(starts)
     assert restarted.build("doc", lines, 610, 5).window_start == chosen
     other = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
-    other.seed({"doc": (chosen, "0" * 16)})  # the line there is not the one it was
+    other.seed({"doc": (chosen, "0" * 16, "")})  # the line there is not the one it was
     assert other.build("doc", lines, 610, 5).window_start != chosen
+
+
+def test_a_reopened_document_takes_its_anchor_again_so_its_first_prompt_is_its_last() -> None:
+    """Typing ran over lines (Enter, an accepted block): the anchor stayed at the line where it
+    began. Closed and reopened with the cursor where it was, a fresh anchor (the cursor's line)
+    would re-render the prompt after it, and the KV kept on disk would not cover its end."""
+    lines = _lines(40) + ["    x = 1", "    y = 2", "    z", "", "print(value_0)"]
+    first = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    first.build("doc", lines[:40] + ["    x", ""] + lines[44:], 40, 5)
+    last = first.build("doc", lines, 42, 5)
+    assert last.middle == "    x = 1\n    y = 2\n    z"  # the anchor where typing began
+    fresh = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32).build("doc", lines, 42, 5)
+    assert fresh.middle == "    z" and fresh.text != last.text
+    first.forget("doc")
+    assert first.build("doc", lines, 42, 5).text == last.text  # reopened
+    restarted = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    restarted.seed(first.starts())
+    assert restarted.build("doc", lines, 42, 5).text == last.text  # a restarted server
+    restarted.forget("doc")
+    moved = restarted.build("doc", lines, 41, 5)  # elsewhere: the suffix differs
+    assert moved.middle == "    y = 2"[:5]
+    edited = list(lines)
+    edited[39] = "value_39 = 0"  # the text before the anchor changed while it was closed
+    again = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
+    again.seed(first.starts())
+    assert again.build("doc", edited, 42, 5).middle == "    z"

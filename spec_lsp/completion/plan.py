@@ -23,7 +23,7 @@ from spec_lsp.completion.reuse import Anchor, CacheKey
 from spec_lsp.completion.syntax_port import Block, Cut, SyntaxPort
 from spec_lsp.config import Options
 from spec_lsp.documents import Document, split_at
-from spec_lsp.prompt import Prompt, PromptBuilder
+from spec_lsp.prompt import Kept, Prompt, PromptBuilder
 from spec_lsp.worker import ModelInfo
 
 SHORT_S = 1.5  # a short window is what this machine prefills in about this many seconds,
@@ -79,14 +79,14 @@ class Planner:
         self._block_tokens = 0  # the whole-block rule's cap (0: the rule is off)
         self._cross_file = True  # the `crossFile` option: the ring's chunks go in prompts
         self._rate, self._short_args = prefill_rate, (0, "none", 0, 0)
-        self._seed: dict[str, tuple[int, str]] = {}  # window starts for the first builder
+        self._seed: dict[str, Kept] = {}  # window starts for the first builder
 
-    def window_starts(self) -> dict[str, tuple[int, str]]:
+    def window_starts(self) -> dict[str, Kept]:
         """The documents' prompt window starts (`PromptBuilder.starts`): what a restarted server
         or a rebuilt builder takes again (`seed_window_starts`)."""
         return self.prompts.starts() if self.prompts is not None else dict(self._seed)
 
-    def seed_window_starts(self, starts: dict[str, tuple[int, str]]) -> None:
+    def seed_window_starts(self, starts: dict[str, Kept]) -> None:
         """Window starts an earlier server kept (`window_starts`): a document reopened with the
         same line there starts its window there, as its KV kept on disk does."""
         if self.prompts is None:

@@ -3,11 +3,12 @@
 A document's blocks match only a prompt that starts as the stored one did, and where a file's
 prompt window starts is the prompt builder's choice (`prompt.PromptBuilder`), made at the cursor
 and then kept while typing moves it down: a server that restarted would choose afresh, elsewhere.
-So the server keeps each document's start (its line number and a digest of that line's text, by
-document URI) in one file of the KV folder when it shuts down, and the next server takes them at
-its clients' `initialize` (`Planner.seed_window_starts`). The file is a `kvfiles` one (private
-folder, checksummed, written whole or not at all); the newest `MAX_STARTS` are kept. Torch-free:
-the server reads it before any model is loaded. Nothing here raises into its caller.
+So the server keeps each document's start (its line number, a digest of that line's text and one
+of its PSM anchor, by document URI: `prompt.Kept`) in one file of the KV folder when it shuts
+down, and the next server takes them at its clients' `initialize` (`Planner.seed_window_starts`).
+The file is a `kvfiles` one (private folder, checksummed, written whole or not at all); the newest
+`MAX_STARTS` are kept. Torch-free: the server reads it before any model is loaded. Nothing here
+raises into its caller.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ HEADER = {"kind": "window-starts", "version": 1}
 MAX_STARTS = 1024  # documents (the newest kept)
 MAX_BYTES = 4 * 2**20  # of the kept budget: a file of starts is never larger
 
-Starts = dict[str, tuple[int, str]]  # document URI -> (start line, its text's digest)
+# document URI -> (start line, its text's digest, its anchor's: "" for none); `prompt.Kept`
+Starts = dict[str, tuple[int, str, str]]
 
 
 def _folder(options: Any) -> BlockFolder | None:
@@ -45,9 +47,11 @@ def _read(files: BlockFolder) -> Starts:
         return {}
     out: Starts = {}
     for uri, value in json.loads(payload.decode()).items():
-        start, head = value
-        if isinstance(uri, str) and isinstance(start, int) and isinstance(head, str):
-            out[uri] = (start, head)
+        if not isinstance(value, list) or len(value) not in (2, 3):
+            continue
+        start, head, anchor = (*value, "")[:3]  # a file of before the anchors: none
+        if isinstance(start, int) and isinstance(head, str) and isinstance(anchor, str):
+            out[uri] = (start, head, anchor)
     return out
 
 
