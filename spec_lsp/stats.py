@@ -58,6 +58,7 @@ class ServerStats:
     prefetch_hits: int = 0  # requests answered by a prefetch, with no model call of their own
     warm_ups: int = 0  # documents whose prompts' start was prefilled on idle time (`warm_up`)
     warmed_tokens: int = 0  # tokens those warm-ups prefilled (finished or stopped part-way)
+    warm_ups_ended: int = 0  # of the warm-ups started, those ended (done, stopped or failed)
     short_windows: int = 0  # requests answered over a short window: theirs was cold (`cold.py`)
     shown: int = 0
     accepted: int = 0
@@ -138,7 +139,11 @@ class ServerStats:
                 "cancelled": self.prefetch_cancelled,
                 "hits": self.prefetch_hits,
             },
-            "warmUp": {"started": self.warm_ups, "prefilledTokens": self.warmed_tokens},
+            "warmUp": {
+                "started": self.warm_ups,
+                "running": self.warm_ups - self.warm_ups_ended,
+                "prefilledTokens": self.warmed_tokens,
+            },
             "shortWindow": self.short_windows,
             "shown": self.shown,
             "accepted": self.accepted,

@@ -150,6 +150,7 @@ class Prefetch:
         live.job.future.add_done_callback(lambda _: self._warmed(live))
 
     def _warmed(self, live: Live) -> None:
+        self.stats.warm_ups_ended += 1
         if self._warm.get(live.uri) is live:
             del self._warm[live.uri]
         future = live.job.future

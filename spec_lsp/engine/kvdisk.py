@@ -387,7 +387,9 @@ class DocDisk:
         if held and self.disk.stored(identity, tokens) <= held:
             return None
         target = ModelState(self.target)
-        if self.disk.restore(identity, target, tokens) <= held:
+        restored = self.disk.restore(identity, target, tokens)
+        log.debug("KV on disk: %d of a prompt's %d tokens (%d held)", restored, len(tokens), held)
+        if restored <= held:
             return None
         draft = None
         if self.draft is not None:

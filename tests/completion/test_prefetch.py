@@ -209,6 +209,7 @@ async def test_opening_a_document_prefills_its_prompts_start_and_its_request_sup
     await until(lambda: len(backend.warmups) == 1, "the warm-up started")
     warm = backend.warmups[0]
     assert warm.doc_id == URI and warm.max_new_tokens == 1
+    assert service.stats.to_wire({})["warmUp"]["running"] == 1
     answer = await service.complete(URI, 2, 9, "utf-16")  # after "def f(x):"
     assert answer is not None and answer.text == "pass"
     assert backend.warm_cancelled == [URI]  # the request superseded it
@@ -216,7 +217,11 @@ async def test_opening_a_document_prefills_its_prompts_start_and_its_request_sup
     assert warm.prompt.startswith(backend.calls[0].prompt)
     assert service.stats.generated == 1  # a warm-up is no request's generation
     await until(lambda: service.stats.warmed_tokens == 32, "the warm-up's prefill counted")
-    assert service.stats.to_wire({})["warmUp"] == {"started": 1, "prefilledTokens": 32}
+    assert service.stats.to_wire({})["warmUp"] == {
+        "started": 1,
+        "running": 0,
+        "prefilledTokens": 32,
+    }
     await drain(service)
 
 
