@@ -283,7 +283,7 @@ class KVDisk:
             self.files.touch(name, now + (len(names) - i) * 1000)
             done = start + self.block
         cache, done = self._restore_tail(
-            identity, forward, cache, names[: done // self.block], tokens
+            identity, forward, cache, names[: done // self.block], tokens, now
         )
         if cache is None:
             return 0
@@ -298,6 +298,7 @@ class KVDisk:
         cache: LeanCache | None,
         names: list[str],
         tokens: list[int],
+        now: int,
     ) -> tuple[LeanCache | None, int]:
         """The whole blocks `names` restored into `cache` (None: none), and the stored tail
         after them where it shares `MIN_TAIL` tokens or more with `tokens`: the cache and the
@@ -309,6 +310,8 @@ class KVDisk:
         if shared < MIN_TAIL or header is None:
             return cache, start
         tail = header["tokens"]
+        if len(tail) >= self.block:  # never written so: not ours to size a cache by
+            return cache, start
         expect = {
             "identity": identity,
             "start": start,
@@ -324,7 +327,7 @@ class KVDisk:
         cache.length = start  # the blocks filled: kept if the room grows
         cache.reserve(start + len(tail))
         _fill(cache, torch.frombuffer(payload, dtype=torch.uint8), start, len(tail))
-        self.files.touch(name, time.time_ns())
+        self.files.touch(name, now)  # older than its blocks: evicted before them
         return cache, start + shared
 
     def _submit(self, job: _Job) -> bool:
