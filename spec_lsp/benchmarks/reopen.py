@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shlex
 import sys
 import tempfile
@@ -47,7 +46,6 @@ ANSWER_TIMEOUT_S = 300.0
 SETTLE_S = 1.0  # the warm-up is done when its count stays still this long with nothing running
 SETTLE_MAX_S = 120.0
 PHASES = ("cold", "warm", "reopened", "restarted")
-KV_ENV = "SPEC_LSP_KV_DISK"
 
 
 @dataclass
@@ -143,16 +141,8 @@ async def _settled(client: LspClient) -> None:
 
 async def _server(cmd: list[str], options: dict[str, Any], disk: str) -> LspClient:
     """A started server whose KV on disk is `disk` (`SPEC_LSP_KV_DISK`: off, or a folder)."""
-    client = LspClient(cmd, stderr=_stderr())
-    saved = os.environ.get(KV_ENV)
-    os.environ[KV_ENV] = disk  # the server inherits it
-    try:
-        await client.start()
-    finally:
-        if saved is None:
-            del os.environ[KV_ENV]
-        else:
-            os.environ[KV_ENV] = saved
+    client = LspClient(cmd, stderr=_stderr(), env={"SPEC_LSP_KV_DISK": disk})
+    await client.start()
     await initialize(client, "utf-16", options)
     await wait_ready(client, LOAD_TIMEOUT_S)
     return client

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from spec_lsp.interpreter import child_env
@@ -32,9 +32,16 @@ class ServerError(RuntimeError):
 
 
 class LspClient:
-    def __init__(self, cmd: list[str], stderr: IO[bytes] | None = None) -> None:
+    def __init__(
+        self,
+        cmd: list[str],
+        stderr: IO[bytes] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """`env`: variables set for the server over this process's environment."""
         self.cmd = cmd
         self._stderr = stderr
+        self._env = dict(env or {})
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._callbacks: dict[int, ResponseCallback] = {}
@@ -49,7 +56,7 @@ class LspClient:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=self._stderr if self._stderr is not None else asyncio.subprocess.DEVNULL,
-                env={**child_env(), "PYTHONUNBUFFERED": "1"},
+                env={**child_env(), **self._env, "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
             raise ServerError(f"cannot start server {self.cmd[0]!r}: {exc}") from None
