@@ -156,9 +156,17 @@ def unlead(completion: str, lead: str) -> str | None:
 class PromptBuilder:
     """Builds prompts for one model family, remembering each document's prefix window start."""
 
-    def __init__(self, family: str, context_tokens: int, max_new_tokens: int) -> None:
+    def __init__(
+        self, family: str, context_tokens: int, max_new_tokens: int, keep_chars: int = 0
+    ) -> None:
+        """`keep_chars`: a document's window start (and PSM anchor) stays while its window
+        reaches at most this many characters, where that is more than the budget's (a new start
+        is still chosen within the budget). A short window's builder takes the full window's:
+        its KV is then reused as text is typed below it, where a start moved to stay within its
+        own few hundred tokens would re-prefill it all every line or two."""
         self.template = template_for(family)
         self.budget = Budget.for_model(context_tokens, max_new_tokens, self.template.layout)
+        self.keep_chars = keep_chars
         self._starts: dict[str, int] = {}
         self._heads: dict[str, str] = {}  # each document's start line as its last prompt had it
         self._anchors: dict[str, _Anchor] = {}
@@ -272,12 +280,13 @@ class PromptBuilder:
         `reopened`: the anchor kept when the document was closed (`_anchor_key`), taken again
         where its digests hold."""
         kept = self._anchors.get(doc_id) or _reopened(reopened, start, window, suffix)
+        most = max(self.budget.prefix_chars, self.keep_chars) // 4  # typed since the anchor
         if (
             kept is not None
             and kept.start == start
             and kept.suffix == suffix
             and window.startswith(kept.before)
-            and len(window) - len(kept.before) <= self.budget.prefix_chars // 4
+            and len(window) - len(kept.before) <= most
         ):
             if remember:
                 self._anchors[doc_id] = kept
@@ -304,7 +313,8 @@ class PromptBuilder:
         if previous is None and (closed := self._closed.get(doc_id)) is not None:
             start, head, _ = closed  # a document reopened: its start, if its line is still there
             previous = start if start < len(lines) and _digest(lines[start]) == head else None
-        if previous is not None and previous <= row and _span(lines, previous, row, col) <= limit:
+        keep = max(limit, self.keep_chars)
+        if previous is not None and previous <= row and _span(lines, previous, row, col) <= keep:
             self._starts[doc_id] = previous  # a reopened document's: its own again
             return previous
         # Jump so that a quarter of the budget is free for growth before the next move.

@@ -242,3 +242,33 @@ def test_a_reopened_document_takes_its_anchor_again_so_its_first_prompt_is_its_l
     again = PromptBuilder("qwen", context_tokens=512, max_new_tokens=32)
     again.seed(first.starts())
     assert again.build("doc", edited, 42, 5).middle == "    z"
+
+
+def _type_lines(builder: PromptBuilder, count: int) -> list[Prompt]:
+    """Types `count` lines of code below 40 lines, a keystroke's prompt per word."""
+    above, below, typed, prompts = _lines(40), ["", "print(value_0)"], [""], []
+    for n in range(count):
+        for word in (f"    item_{n}", " = value_", f"{n} + 1"):
+            typed[-1] += word
+            prompts.append(builder.build("doc", above + typed + below, 40 + n, len(typed[-1])))
+        typed.append("")
+    return prompts
+
+
+def test_a_short_window_keeps_its_start_while_lines_are_typed_up_to_the_kept_size() -> None:
+    """A builder of a few dozen tokens (a cold file's short window): within its own budget its
+    start moves every line or two, so each move re-prefills it all; with the full window's
+    size to keep to, typing only adds to its prompts' middle (the KV before it is reused)."""
+    small = _type_lines(PromptBuilder("qwen", context_tokens=120, max_new_tokens=16), 12)
+    assert len({p.window_start for p in small}) > 4
+    full = PromptBuilder("qwen", context_tokens=2048, max_new_tokens=64)
+    keep = full.budget.prefix_chars
+    kept = _type_lines(PromptBuilder("qwen", 120, 16, keep_chars=keep), 12)
+    assert {p.window_start for p in kept} == {kept[0].window_start}
+    assert len({_psm_head(p.text) for p in kept}) == 1  # the anchor stays too
+    assert len(kept[-1].text) > 2 * len(kept[0].text)
+    # Past what it keeps to, a start is chosen within its own budget again.
+    few = PromptBuilder("qwen", 120, 16, keep_chars=300)
+    far = _type_lines(few, 12)
+    assert len({p.window_start for p in far}) > 1
+    assert max(len(p.text) for p in far) < len(kept[-1].text)

@@ -126,7 +126,14 @@ class Planner:
             return
         budget = want + max_new + 16  # `prompt.Budget`'s usable tokens: `want`
         useful = want > 0 and 2 * budget <= context  # well under the model's own window
-        self.short = PromptBuilder(fim, budget, max_new) if useful else None
+        self.short = None
+        if useful:
+            # A short window grows as text is typed below it up to the full window's size (its
+            # KV reused keystroke to keystroke), where one kept within its own budget moved
+            # every line or two and re-prefilled it all (~0.7-1 s each on 2 cores for the pair);
+            # the full window is filled on idle time meanwhile and takes over once warm.
+            keep = self.prompts.budget.prefix_chars if self.prompts is not None else 0
+            self.short = PromptBuilder(fim, budget, max_new, keep_chars=keep)
         self.short_tokens = want if useful else 0
 
     def editor_definitions(self, uri: str, version: int | None, sent: list[Sent]) -> int:

@@ -106,3 +106,23 @@ async def test_a_backend_that_keeps_no_kv_per_document_gets_no_short_window() ->
     service.did_open(URI, "python", 1, TEXT)
     await service.complete(URI, ROW, 3, "utf-16")
     assert backend.calls[0].short_prompt is None and service.planner.short is None
+
+
+async def test_a_short_window_stays_where_it_started_while_lines_are_typed_below() -> None:
+    """Each new line would move a window kept within its own few dozen tokens (its KV
+    re-prefilled whole): it keeps its start as it grows, so its KV is reused."""
+    backend = ColdBackend("x")
+    service = await service_with(backend, short_window=64)
+    service.did_open(URI, "python", 1, TEXT)
+    version, row = 1, ROW + 1
+    for n in range(8):
+        version += 1
+        line = f"item_{n} = compute({n}, scale=3)"
+        service.did_change(URI, version, [((row, 0, row, 0), line + "\n")], "utf-16")
+        await service.complete(URI, row, len(line), "utf-16")
+        row += 1
+    shorts = [call.short_prompt for call in backend.calls if not call.idle]
+    assert len(shorts) == 8 and all(s is not None for s in shorts)
+    heads = {s.split("\n", 1)[0] for s in shorts if s is not None}
+    assert len(heads) == 1, heads  # one start line
+    assert shorts[-1] is not None and shorts[-1].startswith(shorts[0][: len(shorts[0]) // 2])
