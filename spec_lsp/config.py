@@ -181,9 +181,10 @@ SETTINGS: tuple[Setting, ...] = (
         256,
         "while a file's prompt window has no KV yet (just opened, or the cursor far from where "
         "it was), requests are answered over a short window before the cursor (no other files): "
-        "what the engine prefills in ~1.5 s as measured, 96 tokens at least and this many at "
-        "most; the full window fills on idle time; 0: always wait for the full window (local "
-        "engine only)",
+        "what the engine prefills in ~1.5 s as measured (128 tokens until measured), 96 tokens "
+        "at least and this many at most; it keeps its start while lines are typed below it (its "
+        "KV reused) until the full window, filled on idle time, takes over; 0: always wait for "
+        "the full window (local engine only)",
         minimum=0,
         maximum=4096,
     ),

@@ -28,6 +28,7 @@ from spec_lsp.worker import ModelInfo
 
 SHORT_S = 1.5  # a short window is what this machine prefills in about this many seconds,
 SHORT_MIN, SHORT_STEP = 96, 64  # at least this many tokens, resized by whole steps of this many
+SHORT_FIRST = 128  # tokens before a prefill rate is measured (the `short_window` option at most)
 Chunks = list[tuple[str, str]]  # (file name, text) of other files, as the ring gives them
 # Tells a backend that sends other files apart (llama-server's input_extra) what they are.
 TellFiles = Callable[[str, str, tuple[tuple[str, str], ...]], None]
@@ -117,15 +118,21 @@ class Planner:
 
     def _size_short(self) -> None:
         """The short windows' builder for `short_tokens`: what the engine prefills in about
-        `SHORT_S` (its measured rate), `SHORT_MIN` at least and the `short_window` option at
-        most; rebuilt only when that moves by a step (a rebuilt builder moves the windows)."""
+        `SHORT_S` (its measured rate; `SHORT_FIRST` before one is), `SHORT_MIN` at least and the
+        `short_window` option at most; rebuilt only when that moves by a step."""
         most, fim, context, max_new = self._short_args
         rate = self._rate()
-        want = most if rate is None or most <= 0 else max(SHORT_MIN, min(most, int(rate * SHORT_S)))
+        if rate is None or most <= 0:  # small until measured: a window grows as typed anyway
+            want = min(most, SHORT_FIRST)
+        else:
+            want = max(SHORT_MIN, min(most, int(rate * SHORT_S)))
         if self.short is not None and abs(want - self.short_tokens) < SHORT_STEP:
             return
         budget = want + max_new + 16  # `prompt.Budget`'s usable tokens: `want`
         useful = want > 0 and 2 * budget <= context  # well under the model's own window
+        # Larger windows wanted: the ones there stay (smaller than wanted, their KV is there or
+        # cheaper to finish); smaller ones wanted: they move (the machine is slower than thought).
+        before = self.short if want > self.short_tokens else None
         self.short = None
         if useful:
             # A short window grows as text is typed below it up to the full window's size (its
@@ -134,6 +141,8 @@ class Planner:
             # the full window is filled on idle time meanwhile and takes over once warm.
             keep = self.prompts.budget.prefix_chars if self.prompts is not None else 0
             self.short = PromptBuilder(fim, budget, max_new, keep_chars=keep)
+            if before is not None:
+                self.short.seed(before.starts())
         self.short_tokens = want if useful else 0
 
     def editor_definitions(self, uri: str, version: int | None, sent: list[Sent]) -> int:

@@ -82,19 +82,28 @@ async def test_an_answer_over_the_full_window_starts_no_fill() -> None:
 
 
 async def test_the_short_window_is_what_the_engine_prefills_in_a_second_and_a_half() -> None:
+    """128 tokens until a prefill rate is measured, then what ~1.5 s prefills (the option at
+    most); a larger size leaves the windows there as they are, a smaller one moves them."""
     backend = ColdBackend("x", cold=False)
     service = await service_with(backend, short_window=512)
     service.did_open(URI, "python", 1, TEXT)
     await service.complete(URI, ROW, 3, "utf-16")
-    assert service.planner.short_tokens == 512  # no prefill measured yet: the option's size
-    for _ in range(20):  # passes of 64 tokens at 80 a second
-        service.stats.note_prefill(GenerationStats(prefilled_tokens=64, prefill_ms=800.0))
-    assert service.stats.prefill_rate is not None and abs(service.stats.prefill_rate - 80) < 1
+    assert service.planner.short_tokens == 128  # no prefill measured yet
+    for _ in range(20):  # passes of 64 tokens at 300 a second
+        service.stats.note_prefill(GenerationStats(prefilled_tokens=64, prefill_ms=213.3))
+    assert service.stats.prefill_rate is not None and abs(service.stats.prefill_rate - 300) < 1
     service.did_change(URI, 2, [((ROW, 3, ROW, 3), "u")], "utf-16")
     await service.complete(URI, ROW, 4, "utf-16")
-    assert service.planner.short_tokens == 120  # 80 tokens/s x 1.5 s
+    assert service.planner.short_tokens == 450  # 300 tokens/s x 1.5 s
+    await service.complete(URI, ROW - 300, 4, "utf-16")  # a jump: a window of the new size
     sizes = [len(call.short_prompt or "") for call in backend.calls]
-    assert sizes[1] < sizes[0] * 0.4
+    assert sizes[1] == sizes[0] + 1  # the same window, one character typed
+    assert sizes[2] > sizes[0] * 2.5
+    for _ in range(20):  # 80 a second: smaller windows, the ones there move
+        service.stats.note_prefill(GenerationStats(prefilled_tokens=64, prefill_ms=800.0))
+    await service.complete(URI, ROW - 200, 4, "utf-16")
+    assert service.planner.short_tokens == 120
+    assert len(backend.calls[3].short_prompt or "") < sizes[2] * 0.4
     service.stats.note_prefill(GenerationStats(prefilled_tokens=8, prefill_ms=800.0))
     assert abs(service.stats.prefill_rate - 80) < 1  # passes under 16 tokens say nothing
 
