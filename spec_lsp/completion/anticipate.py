@@ -11,7 +11,9 @@
   starts at the top of the file (`Planner.head`), which every prompt for a cursor above it
   begins with, token for token. A cold file's first request then prefills only what follows.
   Where the editor says where its cursor rests (`spec-lsp/didMoveCursor`), the prompt a request
-  there would have is prefilled instead: typing there finds its window's KV ready.
+  there would have is prefilled instead: typing there finds its window's KV ready. Where that
+  window is cold, its short window (`engine/cold.py`) is prefilled first: the first key there
+  is answered over it at once, while the rest of the full window fills.
 - `fill_window`: after a request answered over a short window (its document's window was cold,
   `engine/cold.py`), the same cursor warm-up fills the full window on idle time, so the
   requests after it take the full window again.
@@ -193,8 +195,10 @@ class Anticipation:
             plan = self.planner.at(doc, *at, prefill_only=True)
         if plan is None:
             return
+        # A cursor's: its short window first where a request there would take it (`cold.py`)
+        short = plan.short_text if at is not None else None
         live = self.live.start(
-            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), self._options(), kind="warm"
+            doc.uri, plan.prompt.text, plan.cut, plan.anchor(), self._options(), "warm", short=short
         )
         live.keep = lambda _text: True  # no keystroke makes the start of its prompts useless
         self.prefetch.warming(live)

@@ -7,7 +7,9 @@ the full prompt (a file just opened, a jump far from where the window was), pref
 hold the answer for seconds; the short prompt's KV, kept under its own key, costs a fraction of
 that. `choose` picks the prompt whose missing tokens are fewer, by a margin that keeps the full
 window once it is nearly there: the full window is filled on idle time meanwhile (the completion
-layer's warm-up after a short answer), and once it is warm the short state is dropped.
+layer's warm-up after a short answer), and once it is warm the short state is dropped. Idle work
+for a cursor where the editor's cursor rests carries its short window too: `short_first` has it
+prefilled first, so the first key there finds the short window ready, not a second of prefill.
 
 Both are the target's own greedy output over their prompt: a short answer is exact for the short
 prompt, and never for another version of the document (the request's text is the document's).
@@ -26,6 +28,7 @@ from spec_lsp.engine.cache import DocState, DocumentStates, common_prefix_len
 # s of prefill on a 2-core CPU for the coder pair, about what a short window's answer saves then.
 MARGIN = 64
 _KEY = "\x00short-window"  # suffix of the short window's state key
+SHORT_FIRST_MIN = 16  # a short window lacking fewer tokens is not prefilled ahead (`short_first`)
 
 
 def short_key(doc_id: str) -> str:
@@ -66,6 +69,30 @@ def choose(
     short = encode_window(request.short_prompt)
     if not short or full <= missing(docs.get(key), short) + MARGIN:
         docs.forget(key, save=False)  # a stand-in: never worth a disk block
+        return None
+    return short
+
+
+def short_first(
+    request: GenerationRequest,
+    prompt: list[int],
+    docs: DocumentStates,
+    encode_window: Callable[[str], list[int]],
+) -> list[int] | None:
+    """For idle work over a cold full window that carries its cursor's short window (a resting
+    cursor's warm-up): the short window's prompt ids when a request there would be answered
+    over it (`choose`) and its KV lacks `SHORT_FIRST_MIN` tokens or more, so that the warm-up
+    prefills it before the full window (seconds longer). Else None."""
+    if request.short_prompt is None or request.doc_id is None or not request.reuse_kv:
+        return None
+    if not request.idle:
+        return None
+    full = missing(docs.get(request.doc_id), prompt)
+    if full <= MARGIN:
+        return None
+    short = encode_window(request.short_prompt)
+    lacks = missing(docs.get(short_key(request.doc_id)), short) if short else 0
+    if lacks < SHORT_FIRST_MIN or full <= lacks + MARGIN:
         return None
     return short
 

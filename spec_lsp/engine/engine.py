@@ -150,6 +150,14 @@ class SpecEngine(api.BackendBase):
         stats.restored_tokens = self._store(request).restore(doc_id, prompt)
         if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:
             prompt, stats.short_window = short, True  # a cold window: its short one answers
+        ahead = (0, 0.0)  # tokens and ms of a short window prefilled ahead of the prompt
+        if short is None and (first := cold.short_first(request, prompt, self.docs, self._window)):
+            ready, ahead = self._prefill_short(run, first)  # idle work: the short window first
+            if not ready:
+                stats.prompt_tokens, (stats.prefilled_tokens, stats.prefill_ms) = len(first), ahead
+                stats.total_ms = (time.perf_counter() - t0) * 1000
+                stats.stop_reason = "cancelled"
+                return GenerationResult("", [], stats)
         allowed = None
         if request.heal and (healed := self.healing().heal(prompt)) is not None:
             prompt, run.skip, allowed = healed.prompt, healed.text, healed.allowed
@@ -168,6 +176,8 @@ class SpecEngine(api.BackendBase):
                 self._store(request).evict(keep=request.doc_id)
         if request.doc_id is not None and method != "off" and self.options.copy_index_tokens:
             self.copies.add_output(request.doc_id, prompt[-LEAD:], run.generated)
+        stats.prefilled_tokens += ahead[0]
+        stats.prefill_ms += ahead[1]
         stats.total_ms = (time.perf_counter() - t0) * 1000
         decode_s = (stats.total_ms - stats.prefill_ms) / 1000
         stats.tokens_per_s = stats.generated_tokens / decode_s if decode_s > 0 else 0.0
@@ -266,27 +276,48 @@ class SpecEngine(api.BackendBase):
                 self._departed(run, before + i, logits[i], token)
 
     def _prefill(
-        self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
+        self,
+        run: Decoding,
+        state: DocState,
+        prompt: list[int],
+        drafting: bool = True,
+        keep: bool = True,
     ) -> torch.Tensor | None:
         """`_passes`; for idle work, stopped within a pass (between two layers) once cancelled,
         so that the request that cancels it waits a layer, not a pass: the pass stopped is lost,
-        the ones before it stay cached."""
+        the ones before it stay cached. `keep=False`: a stand-in's KV, never put on disk."""
         if not run.request.idle:
-            return self._passes(run, state, prompt, drafting)
+            return self._passes(run, state, prompt, drafting, keep)
         t = time.perf_counter()
         try:
             with interruptible((self.forwards.target, self.forwards.draft), self._stop(run)):
-                return self._passes(run, state, prompt, drafting)
+                return self._passes(run, state, prompt, drafting, keep)
         except Interrupted:
             run.stats.prefill_ms = (time.perf_counter() - t) * 1000
             run.stats.prefilled_tokens = max(0, len(state.target) - run.stats.reused_tokens)
             return None
 
+    def _prefill_short(self, run: Decoding, prompt: list[int]) -> tuple[bool, tuple[int, float]]:
+        """Idle work's short window ahead of its full one (`cold.short_first`): the target's KV
+        for it under the short key, as the first request there would prefill it. Whether it
+        is there (not cancelled: what it computed stays either way), its tokens and ms."""
+        state = self._doc_state(cold.short_request(run.request), "ngram")  # no draft: a stand-in
+        ready = self._prefill(run, state, prompt, drafting=False, keep=False) is not None
+        stats = run.stats
+        ahead = (stats.prefilled_tokens, stats.prefill_ms)
+        stats.prefilled_tokens, stats.prefill_ms, stats.reused_tokens = 0, 0.0, 0
+        return ready and not self._cancelled(run), ahead
+
     def _stop(self, run: Decoding) -> Callable[[], bool]:
         return lambda: self._cancelled(run)
 
     def _passes(
-        self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
+        self,
+        run: Decoding,
+        state: DocState,
+        prompt: list[int],
+        drafting: bool = True,
+        keep: bool = True,
     ) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
         cancellation check between them; the logits of its last position [1, V], None when
@@ -316,7 +347,7 @@ class SpecEngine(api.BackendBase):
         ready = draft is None or advance_chunked(draft, prompt, chunk, lambda: self._cancelled(run))
         stats.prefill_ms = (time.perf_counter() - t) * 1000
         stats.prefilled_tokens = len(prompt) - reused
-        if run.request.idle and stats.prefilled_tokens >= kvdisk.COLD_PREFILL:
+        if keep and run.request.idle and stats.prefilled_tokens >= kvdisk.COLD_PREFILL:
             self.docs.save(state)  # a cold window filled on idle time: on disk too
         return adv.logits if ready else None
 

@@ -80,3 +80,22 @@ async def test_no_cursor_warm_up_while_a_request_runs_or_without_prefetch() -> N
     plain.did_open(URI, "python", 1, TEXT)
     plain.did_move_cursor(URI, 1, ROW, 0, "utf-16")
     assert plain.stats.to_wire({})["warmUp"]["started"] == 0
+
+
+async def test_a_cursors_warm_up_carries_the_short_window_a_request_there_would_take() -> None:
+    """The engine prefills it first where the full window is cold (`engine/cold.py`), so the
+    first key there is answered over a short window whose KV is already there."""
+    backend = WarmBackend("x")
+    backend.free_running = True
+    service = await service_with(backend, prefetch=True, short_window=64)
+    service.did_open(URI, "python", 1, TEXT)
+    await until(lambda: len(backend.warmups) == 1, "the head's warm-up started")
+    assert backend.warmups[0].short_prompt is None  # the head's: no cursor to be short at
+    service.did_move_cursor(URI, 1, ROW, 0, "utf-16")
+    await until(lambda: len(backend.warmups) == 2, "the cursor's warm-up started")
+    cursor = backend.warmups[1]
+    service.did_change(URI, 2, [((ROW, 0, ROW, 0), "a")], "utf-16")
+    await service.complete(URI, ROW, 1, "utf-16")
+    short = backend.calls[0].short_prompt
+    assert cursor.short_prompt is not None and short is not None
+    assert short.startswith(cursor.short_prompt)  # its KV reused, the key typed added

@@ -9,7 +9,7 @@ filled it. Either answer is the target's own greedy decoding of the prompt it us
 from __future__ import annotations
 
 from spec_lsp.engine import cold
-from spec_lsp.engine.api import GenerationRequest
+from spec_lsp.engine.api import CancelToken, GenerationRequest
 
 from .conftest import CODE_PROMPTS, make_engine
 
@@ -69,3 +69,55 @@ def test_forgetting_a_document_drops_its_short_window_too(target, tokenizer) -> 
     engine.generate(request(FULL))
     engine.forget("doc")
     assert engine.docs.get(cold.short_key("doc")) is None and engine.docs.get("doc") is None
+
+
+class _AfterShort(CancelToken):
+    """Cancels once the document's short window holds `n` tokens (a key typed meanwhile)."""
+
+    def __init__(self, engine, n: int) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.engine, self.n = engine, n
+
+    @property
+    def cancelled(self) -> bool:
+        state = self.engine.docs.get(cold.short_key("doc"))
+        return state is not None and len(state.target) >= self.n
+
+
+def test_a_cursors_warm_up_prefills_its_short_window_first(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """Idle work over a cold window that carries its short one (the editor's cursor rests
+    there): the short window is prefilled first, so a key typed while the full one fills is
+    answered over it at once, exactly; it is never put on disk."""
+    engine = make_engine(target, tokenizer, prefill_chunk=64)
+    n = engine.count_tokens(SHORT)
+    cancel = _AfterShort(engine, n - 1)  # `missing` keeps the prompt's last token to run
+    warm = engine.generate(request(FULL, idle=True, cancel=cancel))
+    assert warm.stats.stop_reason == "cancelled" and warm.stats.prefilled_tokens >= n - 1
+    full = engine.docs.get("doc")
+    assert full is None or len(full.target) == 0  # the full window's turn had not come
+    result = engine.generate(request(FULL + "    r", short=SHORT + "    r"))
+    assert result.stats.short_window and result.stats.prefilled_tokens <= 3
+    alone = engine.generate(
+        GenerationRequest(prompt=SHORT + "    r", max_new_tokens=8, method="ngram")
+    )
+    assert result.token_ids == alone.token_ids
+    # Not cancelled: the short window, then the full one, prefilled in one job.
+    engine.forget("doc")
+    whole = engine.generate(request(FULL, idle=True))
+    assert whole.stats.prefilled_tokens >= engine.count_tokens(FULL) - 1 + n - 1
+    assert len(engine.docs.get(cold.short_key("doc")).target) >= n - 1  # type: ignore[union-attr]
+
+
+def test_a_warm_up_whose_short_window_is_there_or_useless_prefills_only_the_full_one(
+    target, tokenizer
+) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(target, tokenizer)
+    warm = engine.generate(request(SHORT + "#", short=SHORT, idle=True))
+    assert engine.docs.get(cold.short_key("doc")) is None  # the full one hardly longer
+    assert warm.stats.prefilled_tokens == engine.count_tokens(SHORT + "#")
+    engine.forget("doc")
+    engine.generate(request(FULL))  # a request over the short window: its KV is there
+    before = len(engine.docs.get(cold.short_key("doc")).target)  # type: ignore[union-attr]
+    again = engine.generate(request(FULL, idle=True))
+    assert len(engine.docs.get(cold.short_key("doc")).target) == before  # type: ignore[union-attr]
+    assert again.stats.prefilled_tokens == engine.count_tokens(FULL)
