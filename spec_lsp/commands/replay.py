@@ -65,6 +65,15 @@ def register(subparsers: Any) -> None:
         help="open DIR as the workspace folder (the server indexes its symbols); default: none",
     )
     group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
+    group.add_argument(
+        "--cursor-rest-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="send spec-lsp/didMoveCursor MS after each file opens, at its first edit, as the "
+        "editor plugins do for a file opened where its typing starts (they wait ~300 ms); "
+        "0: never, as recorded (the default)",
+    )
     group.add_argument("--load-timeout", type=float, default=600.0, help="seconds to load a model")
     _synthesize_arguments(replay)
     replay.set_defaults(func=run_replay)
@@ -158,6 +167,7 @@ def run_replay(args: argparse.Namespace) -> int:
         accepts=not args.no_accepts,
         next_edit_ms=args.next_edit_ms,
         root=args.root,
+        cursor_rest_ms=args.cursor_rest_ms,
     )
     try:
         return replay_command(sessions, options)

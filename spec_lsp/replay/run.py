@@ -8,6 +8,7 @@ from typing import Any
 
 from spec_lsp.replay import accepts, next_edit
 from spec_lsp.replay.analysis import Tally, analyze
+from spec_lsp.replay.cursor import with_cursor_rests
 from spec_lsp.replay.format import Session
 from spec_lsp.replay.replayer import PLAIN_OPTIONS, ReplayConfig, default_server_cmd, replay
 from spec_lsp.replay.report import plot, ratios, table, write_json
@@ -28,6 +29,7 @@ class ReplayOptions:
     accepts: bool = True  # synthesize accepts in sessions without their own (`accepts`)
     next_edit_ms: float = 0.0  # ask for next edits after this long without an edit (0: never)
     root: str | None = None  # a workspace folder to open (the server indexes its files)
+    cursor_rest_ms: float = 0.0  # send the plugins' didMoveCursor this long after opening (0: no)
 
 
 def _config(options: ReplayOptions, label: str, extra: dict[str, Any]) -> ReplayConfig:
@@ -66,6 +68,8 @@ def _server(stats: Any) -> dict[str, Any]:
 
 def replay_command(sessions: list[Session], options: ReplayOptions) -> int:
     names = ", ".join(s.name for s in sessions)
+    if options.cursor_rest_ms > 0:
+        sessions = [with_cursor_rests(s, options.cursor_rest_ms) for s in sessions]
     runs: list[tuple[Run, dict[str, Any], Tally]] = []
     plans: list[tuple[str, dict[str, Any]]] = [("spec", {})]
     if options.compare == "plain":
@@ -92,6 +96,7 @@ def replay_command(sessions: list[Session], options: ReplayOptions) -> int:
         "preset": options.preset,
         "speed": options.speed,
         "pause_ms": options.pause_ms,
+        "cursor_rest_ms": options.cursor_rest_ms,
     }
     document |= _document(main_run, main_figures)
     if len(runs) == 2:
