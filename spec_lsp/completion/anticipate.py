@@ -16,7 +16,8 @@
   is answered over it at once, while the rest of the full window fills.
 - `fill_window`: after a request answered over a short window (its document's window was cold,
   `engine/cold.py`), the same cursor warm-up fills the full window on idle time, so the
-  requests after it take the full window again.
+  requests after it take the full window again; it catches the short window's draft model up
+  first where that lags (the requests over it leave a cold draft aside).
 
 Each takes its plan from the planner (`plan.py`), as a request at that position would, so their
 answers are the ones that request would get. The service hands its parts in; this module does not
@@ -107,7 +108,9 @@ class Anticipation:
         saves), a warm job over the same prompt catches the draft's KV up on idle time: the
         target's KV is there already, so it prefills the draft alone, in short passes that the
         document's next generation supersedes and another document's request cancels (what
-        they computed stays). A draft its gate has closed on this document is not caught up."""
+        they computed stays). A draft its gate has closed on this document is not caught up.
+        The job carries the request's short window: where the full window is cold the engine
+        catches that window's draft up first (`engine/cold.py`), the one the next keys use."""
         future = done.job.future
         if not future.done() or future.cancelled() or future.exception() is not None:
             return
@@ -117,8 +120,10 @@ class Anticipation:
         if not self._options().kv_reuse or not self._can_warm(doc):
             return
         anchor = Anchor(done.anchor.prefix, done.anchor.suffix)  # never settled: no text
+        request = done.job.request  # its short window's draft first, if that is the one lagging
+        options, short = self._options(), request.short_prompt
         live = self.live.start(
-            doc.uri, done.job.request.prompt, done.cut, anchor, self._options(), kind="warm"
+            doc.uri, request.prompt, done.cut, anchor, options, "warm", short=short
         )
         live.keep = lambda _text: True  # as a warm-up: no keystroke makes its prompt useless
         self.prefetch.warming(live)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from spec_lsp.engine.api import GenerationRequest
-from spec_lsp.engine.cache import DocState, DocumentStates, common_prefix_len
+from spec_lsp.engine.cache import DocState, DocumentStates, ModelState, common_prefix_len
 
 # The full window is taken when it lacks at most this many tokens more than the short one: ~0.3-0.6
 # s of prefill on a 2-core CPU for the coder pair, about what a short window's answer saves then.
@@ -78,11 +78,15 @@ def short_first(
     prompt: list[int],
     docs: DocumentStates,
     encode_window: Callable[[str], list[int]],
+    drafting: bool = False,
 ) -> list[int] | None:
     """For idle work over a cold full window that carries its cursor's short window (a resting
-    cursor's warm-up): the short window's prompt ids when a request there would be answered
-    over it (`choose`) and its KV lacks `SHORT_FIRST_MIN` tokens or more, so that the warm-up
-    prefills it before the full window (seconds longer). Else None."""
+    cursor's warm-up, the fill after a short answer): the short window's prompt ids when a
+    request there would be answered over it (`choose`) and its KV lacks `SHORT_FIRST_MIN` tokens
+    or more, the target's or (`drafting`: a draft model drafts) the draft model's, so that the
+    warm-up prefills it before the full window (seconds longer). Else None. The draft's lag
+    matters because requests over a short window leave a cold draft aside (its catch-up costs
+    more than it saves within a request) and the short window's draft is caught up nowhere else."""
     if request.short_prompt is None or request.doc_id is None or not request.reuse_kv:
         return None
     if not request.idle:
@@ -91,10 +95,18 @@ def short_first(
     if full <= MARGIN:
         return None
     short = encode_window(request.short_prompt)
-    lacks = missing(docs.get(short_key(request.doc_id)), short) if short else 0
-    if lacks < SHORT_FIRST_MIN or full <= lacks + MARGIN:
+    if not short:
         return None
-    return short
+    state = docs.get(short_key(request.doc_id))
+    lacks = missing(state, short)
+    if full <= lacks + MARGIN:
+        return None
+    behind = lacks
+    if drafting and state is not None and isinstance(state.draft, ModelState):
+        behind = max(behind, len(short) - common_prefix_len(state.draft.tokens, short))
+    elif drafting and state is not None:  # no draft KV yet (a feature head has none to lag)
+        behind = max(behind, len(short) if state.draft is None else 0)
+    return short if behind >= SHORT_FIRST_MIN else None
 
 
 def short_request(request: GenerationRequest) -> GenerationRequest:

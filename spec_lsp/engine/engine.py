@@ -151,8 +151,12 @@ class SpecEngine(api.BackendBase):
         if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:
             prompt, stats.short_window = short, True  # a cold window: its short one answers
         ahead = (0, 0.0)  # tokens and ms of a short window prefilled ahead of the prompt
-        if short is None and (first := cold.short_first(request, prompt, self.docs, self._window)):
-            ready, ahead = self._prefill_short(run, first)  # idle work: the short window first
+        drafting = self.draft is not None and method in api.MODEL_METHODS
+        first = (
+            None if short else cold.short_first(request, prompt, self.docs, self._window, drafting)
+        )
+        if first is not None:
+            ready, ahead = self._prefill_short(run, first, method)  # idle: the short window first
             if not ready:
                 stats.prompt_tokens, (stats.prefilled_tokens, stats.prefill_ms) = len(first), ahead
                 stats.total_ms = (time.perf_counter() - t0) * 1000
@@ -297,12 +301,15 @@ class SpecEngine(api.BackendBase):
             run.stats.prefilled_tokens = max(0, len(state.target) - run.stats.reused_tokens)
             return None
 
-    def _prefill_short(self, run: Decoding, prompt: list[int]) -> tuple[bool, tuple[int, float]]:
-        """Idle work's short window ahead of its full one (`cold.short_first`): the target's KV
-        for it under the short key, as the first request there would prefill it. Whether it
-        is there (not cancelled: what it computed stays either way), its tokens and ms."""
-        state = self._doc_state(cold.short_request(run.request), "ngram")  # no draft: a stand-in
-        ready = self._prefill(run, state, prompt, drafting=False, keep=False) is not None
+    def _prefill_short(
+        self, run: Decoding, prompt: list[int], method: DraftMethod
+    ) -> tuple[bool, tuple[int, float]]:
+        """Idle work's short window ahead of its full one (`cold.short_first`): the KV for it
+        under the short key, the target's and the draft model's where it drafts, as the first
+        request there would prefill it. Whether it is there (not cancelled: what it computed
+        stays either way), its tokens and ms."""
+        state = self._doc_state(cold.short_request(run.request), method)
+        ready = self._prefill(run, state, prompt, keep=False) is not None
         stats = run.stats
         ahead = (stats.prefilled_tokens, stats.prefill_ms)
         stats.prefilled_tokens, stats.prefill_ms, stats.reused_tokens = 0, 0.0, 0

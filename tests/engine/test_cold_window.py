@@ -19,9 +19,8 @@ FULL = "".join(f"# line {i}: some context above the cursor\n" for i in range(40)
 
 
 def request(prompt: str, short: str | None = SHORT, **kw) -> GenerationRequest:  # type: ignore[no-untyped-def]
-    return GenerationRequest(
-        prompt=prompt, doc_id="doc", max_new_tokens=8, method="ngram", short_prompt=short, **kw
-    )
+    kw = {"max_new_tokens": 8, "method": "ngram"} | kw
+    return GenerationRequest(prompt=prompt, doc_id="doc", short_prompt=short, **kw)
 
 
 def test_a_cold_window_answers_over_the_short_one_exactly(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
@@ -121,3 +120,24 @@ def test_a_warm_up_whose_short_window_is_there_or_useless_prefills_only_the_full
     again = engine.generate(request(FULL, idle=True))
     assert len(engine.docs.get(cold.short_key("doc")).target) == before  # type: ignore[union-attr]
     assert again.stats.prefilled_tokens == engine.count_tokens(FULL)
+
+
+def test_idle_work_catches_the_short_windows_draft_up(target, random_draft, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """A request over a short window leaves a cold draft model aside (its catch-up costs more
+    than it saves there); idle work carrying the short window (the fill after a short answer)
+    catches its KV up first, so the next requests over it can draft."""
+    # A cost curve and a draft step half a target pass: the gate prices a cold draft's lag.
+    costs = dict(verify_cost=(10.0,) * 13, draft_cost=5.0)
+    engine = make_engine(target, tokenizer, draft=random_draft, **costs)
+    n = engine.count_tokens(SHORT)
+    both = dict(method="both")
+    first = engine.generate(request(FULL, **both))
+    assert first.stats.short_window
+    state = engine.docs.get(cold.short_key("doc"))
+    assert state is not None
+    lag = n - (len(state.draft.tokens) if state.draft is not None else 0)  # type: ignore[union-attr]
+    assert lag >= cold.SHORT_FIRST_MIN
+    engine.generate(request(FULL, idle=True, **both))
+    assert len(state.draft.tokens) >= n - 1  # type: ignore[union-attr]
+    full = engine.docs.get("doc")
+    assert full is not None and len(full.target) >= engine.count_tokens(FULL) - 1  # then the full
