@@ -66,7 +66,8 @@ class NgramDrafter:
 class IndexDrafter:
     """One request's lookup in the shared copy index. The document's context source is kept in
     step with the context (`CopyIndex.sync`); a request without a document (or over a cold
-    file's short window) searches its context privately and adds nothing to the index. Each
+    file's short window) searches its context privately and adds nothing to the index (for a
+    short window, the engine has put the full window's prompt in the document's source). Each
     round's whole walk, proposed or not, is judged against the tokens the target emitted after
     it (at the next round), which teaches the calibration even the buckets priced out."""
 

@@ -149,6 +149,9 @@ class SpecEngine(api.BackendBase):
         doc_id = request.doc_id if request.reuse_kv else None
         stats.restored_tokens = self._store(request).restore(doc_id, prompt)
         if (short := cold.choose(request, prompt, self.docs, self._window)) is not None:
+            if request.doc_id is not None and method != "off" and self.options.copy_index_tokens:
+                # The copy drafter searches the document's whole window, not the short one alone
+                self.copies.sync(request.doc_id, prompt)
             prompt, stats.short_window = short, True  # a cold window: its short one answers
         ahead = (0, 0.0)  # tokens and ms of a short window prefilled ahead of the prompt
         drafting = self.draft is not None and method in api.MODEL_METHODS

@@ -141,3 +141,16 @@ def test_idle_work_catches_the_short_windows_draft_up(target, random_draft, toke
     assert len(state.draft.tokens) >= n - 1  # type: ignore[union-attr]
     full = engine.docs.get("doc")
     assert full is not None and len(full.target) >= engine.count_tokens(FULL) - 1  # then the full
+
+
+def test_a_short_windows_copy_drafts_search_the_whole_window(target, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """The short window holds a few lines; the copy drafter searches the document's source,
+    which holds the full window's prompt, as a request over the full window would."""
+    engine = make_engine(target, tokenizer)
+    result = engine.generate(request(FULL))
+    assert result.stats.short_window
+    source = engine.copies.sources[("doc", "context")]
+    assert len(source) == engine.count_tokens(FULL)
+    off = make_engine(target, tokenizer)
+    off.generate(request(FULL, method="off"))
+    assert ("doc", "context") not in off.copies.sources  # no drafting: nothing to search
