@@ -45,6 +45,22 @@ def register(subparsers: Any) -> None:
         help="replay again without speculation or KV reuse (plain), without drafting "
         "(target-only) or without prefetch (no-prefetch)",
     )
+    _editor_arguments(group)
+    group.add_argument("--server-cmd", help="server command line (default: spec-lsp serve)")
+    group.add_argument("--init-options", default="{}", help="extra initializationOptions (JSON)")
+    group.add_argument(
+        "--root",
+        metavar="DIR",
+        help="open DIR as the workspace folder (the server indexes its symbols); default: none",
+    )
+    group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
+    group.add_argument("--load-timeout", type=float, default=600.0, help="seconds to load a model")
+    _synthesize_arguments(replay)
+    replay.set_defaults(func=run_replay)
+
+
+def _editor_arguments(group: Any) -> None:
+    """What the simulated editor does beyond what the sessions hold."""
     group.add_argument(
         "--no-accepts",
         action="store_true",
@@ -57,14 +73,6 @@ def register(subparsers: Any) -> None:
         help="ask for a next edit (textDocument/copilotInlineEdit) after this many ms without "
         "an edit, as the editors do (400); 0: never (the default)",
     )
-    group.add_argument("--server-cmd", help="server command line (default: spec-lsp serve)")
-    group.add_argument("--init-options", default="{}", help="extra initializationOptions (JSON)")
-    group.add_argument(
-        "--root",
-        metavar="DIR",
-        help="open DIR as the workspace folder (the server indexes its symbols); default: none",
-    )
-    group.add_argument("--pause-ms", type=float, default=300.0, help="pause threshold")
     group.add_argument(
         "--cursor-rest-ms",
         type=float,
@@ -74,9 +82,6 @@ def register(subparsers: Any) -> None:
         "editor plugins do for a file opened where its typing starts (they wait ~300 ms); "
         "0: never, as recorded (the default)",
     )
-    group.add_argument("--load-timeout", type=float, default=600.0, help="seconds to load a model")
-    _synthesize_arguments(replay)
-    replay.set_defaults(func=run_replay)
 
 
 def _synthesize_arguments(replay: Any) -> None:
