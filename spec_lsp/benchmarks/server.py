@@ -26,9 +26,10 @@ from spec_lsp.replay.client import LspClient, ServerError
 TIMEOUT_S = 600.0  # one answer on a slow CPU, or the model load
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (`VmRSS`) or at its peak so far (`VmHWM`), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -208,12 +209,13 @@ async def measure(
     client, load_s = await start(preset, device)
     try:
         status = await call(client, "spec-lsp/status")
-        ready_mb = rss_mb(client.pid)
+        ready_mb, load_peak_mb = rss_mb(client.pid), rss_mb(client.pid, "VmHWM")
         client.notify("workspace/didChangeConfiguration", {"settings": {"maxTokens": max_tokens}})
         typing = await type_file(client, srcs[0], chars) if "typing" in phases else None
         stop = await supersede(client, srcs[1], supersedes) if "supersede" in phases else None
         memory = await many_documents(client, srcs, docs) if "memory" in phases else None
         final = await call(client, "spec-lsp/stats")
+        peak_mb = rss_mb(client.pid, "VmHWM")
     finally:
         code = await client.stop(timeout=30.0)
     return {
@@ -221,6 +223,8 @@ async def measure(
         "device": status["device"],
         "load_s": load_s,
         "rss_ready_mb": ready_mb,
+        "rss_peak_loading_mb": load_peak_mb,  # the most resident while loading the models
+        "rss_peak_mb": peak_mb,  # the most resident over the whole run
         "typing": typing,
         "supersede_stop_ms": stop,
         "memory": memory,
@@ -252,6 +256,8 @@ def print_table(r: dict[str, Any]) -> None:
         ("preset / device", f"{r['preset']} / {r['device']}"),
         ("model load (s)", f"{r['load_s']:.1f}"),
         ("RSS with models loaded (MB)", f"{r['rss_ready_mb']:.0f}"),
+        ("peak RSS while loading (MB)", f"{r['rss_peak_loading_mb']:.0f}"),
+        ("peak RSS over the run (MB)", f"{r['rss_peak_mb']:.0f}"),
     ]
     if (m := r["memory"]) is not None:
         rows.append((f"RSS added by {m['documents']} documents (MB)", f"{m['rss_added_mb']:.0f}"))

@@ -19,3 +19,4 @@ def test_bench_server_measures_every_phase_and_the_server_exits_0(tmp_path: Path
     assert report["memory"]["documents"] == 2
     assert report["supersede_stop_ms"] is not None
     assert report["rss_ready_mb"] > 0
+    assert report["rss_peak_mb"] >= report["rss_peak_loading_mb"] >= report["rss_ready_mb"]
