@@ -129,8 +129,10 @@ class Planner:
         if self.short is not None and abs(want - self.short_tokens) < SHORT_STEP:
             return
         budget = want + max_new + 16  # `prompt.Budget`'s usable tokens: `want`
-        # The setting's size well under the model's own window (whatever the size measured)
-        useful = want > 0 and 2 * (max(want, most) + max_new + 16) <= context
+        # Well under the model's own window; before a rate is measured, judged on the setting's
+        # size (as a window of that size would be), whatever the smaller one taken meanwhile
+        judged = most if rate is None else want
+        useful = want > 0 and 2 * (max(want, judged) + max_new + 16) <= context
         # Larger windows wanted: the ones there stay (smaller than wanted, their KV is there or
         # cheaper to finish); smaller ones wanted: they move (the machine is slower than thought).
         before = self.short if want > self.short_tokens else None

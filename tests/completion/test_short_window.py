@@ -135,3 +135,19 @@ async def test_a_short_window_stays_where_it_started_while_lines_are_typed_below
     heads = {s.split("\n", 1)[0] for s in shorts if s is not None}
     assert len(heads) == 1, heads  # one start line
     assert shorts[-1] is not None and shorts[-1].startswith(shorts[0][: len(shorts[0]) // 2])
+
+
+async def test_a_setting_over_the_models_window_waits_for_a_measured_rate() -> None:
+    """`shortWindow` larger than the model's window allows: none until a prefill rate is
+    measured, then what ~1.5 s prefills (not the setting's size)."""
+    backend = ColdBackend("x", cold=False)
+    service = await service_with(backend, short_window=4096)
+    service.did_open(URI, "python", 1, TEXT)
+    await service.complete(URI, ROW, 3, "utf-16")
+    assert backend.calls[0].short_prompt is None and service.planner.short_tokens == 0
+    for _ in range(20):
+        service.stats.note_prefill(GenerationStats(prefilled_tokens=64, prefill_ms=400.0))
+    service.did_change(URI, 2, [((ROW, 3, ROW, 3), "u")], "utf-16")
+    await service.complete(URI, ROW, 4, "utf-16")
+    assert service.planner.short_tokens == 240  # 160 tokens/s x 1.5 s
+    assert backend.calls[1].short_prompt is not None
