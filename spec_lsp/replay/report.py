@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spec_lsp.replay.analysis import Tally
+from spec_lsp.replay.analysis import SOON_MS, Tally
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("requests", "requests"),
@@ -23,6 +23,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("latency_ms.max", "latency max ms"),
     ("pauses", "pauses (>= {pause} ms)"),
     ("pauses_with_suggestion", "pauses with a suggestion"),
+    ("pauses_answered_soon", f"pauses with one within {SOON_MS:.0f} ms"),
     ("pauses_missed.late", "pauses missed: answer too late"),
     ("pauses_missed.empty", "pauses missed: nothing to add"),
     ("pauses_missed.stale", "pauses missed: answer stale"),

@@ -155,3 +155,16 @@ def test_requests_are_split_into_answered_cancelled_errors_and_unanswered() -> N
 def test_percentiles_interpolate_between_ranks() -> None:
     assert percentiles([10.0, 20.0, 30.0, 40.0], (50, 90)) == {"p50": 25.0, "p90": 37.0}
     assert percentiles([], (50,)) == {"p50": None}
+
+
+def test_pauses_answered_within_400_ms_are_counted_over_all_pauses() -> None:
+    typing = Typing()
+    typing.key(1.0, "a", gap_ms=900)  # shown 100 ms into the pause
+    typing.answer(typing.ask(1.0), 1.1, "b")
+    typing.key(1.9, "c", gap_ms=900)  # shown 600 ms into the pause: answered, not soon
+    typing.answer(typing.ask(1.9), 2.5, "d")
+    typing.key(2.8, "e", gap_ms=900)  # never answered
+    typing.ask(2.8)
+    figures, _ = analyze([typing.trace])
+    assert (figures["pauses"], figures["pauses_with_suggestion"]) == (3, 2)
+    assert figures["pauses_answered_soon"] == 1
