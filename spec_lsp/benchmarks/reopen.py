@@ -83,7 +83,7 @@ def last_state(session: Session) -> tuple[str, str, str, dict[str, int]]:
         elif event.method == "textDocument/didChange" and doc is not None:
             edits = doc.apply(params["contentChanges"], doc.version + 1)
             if edits:
-                cursor = edits[-1].start + len(edits[-1].text)
+                cursor = edits[-1].end_after
     if doc is None:
         raise ValueError(f"session {session.name} opens no file")
     return doc.uri, doc.language_id, doc.text, position_of(doc.text, cursor, "utf-16")

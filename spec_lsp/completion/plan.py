@@ -131,8 +131,8 @@ class Planner:
         budget = want + max_new + 16  # `prompt.Budget`'s usable tokens: `want`
         # Well under the model's own window; before a rate is measured, judged on the setting's
         # size (as a window of that size would be), whatever the smaller one taken meanwhile
-        judged = most if rate is None else want
-        useful = want > 0 and 2 * (max(want, judged) + max_new + 16) <= context
+        judged = (most if rate is None else want) + max_new + 16
+        useful = want > 0 and 2 * judged <= context
         # Larger windows wanted: the ones there stay (smaller than wanted, their KV is there or
         # cheaper to finish); smaller ones wanted: they move (the machine is slower than thought).
         before = self.short if want > self.short_tokens else None

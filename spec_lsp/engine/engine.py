@@ -283,22 +283,17 @@ class SpecEngine(api.BackendBase):
                 self._departed(run, before + i, logits[i], token)
 
     def _prefill(
-        self,
-        run: Decoding,
-        state: DocState,
-        prompt: list[int],
-        drafting: bool = True,
-        keep: bool = True,
+        self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
     ) -> torch.Tensor | None:
         """`_passes`; for idle work, stopped within a pass (between two layers) once cancelled,
         so that the request that cancels it waits a layer, not a pass: the pass stopped is lost,
-        the ones before it stay cached. `keep=False`: a stand-in's KV, never put on disk."""
+        the ones before it stay cached."""
         if not run.request.idle:
-            return self._passes(run, state, prompt, drafting, keep)
+            return self._passes(run, state, prompt, drafting)
         t = time.perf_counter()
         try:
             with interruptible((self.forwards.target, self.forwards.draft), self._stop(run)):
-                return self._passes(run, state, prompt, drafting, keep)
+                return self._passes(run, state, prompt, drafting)
         except Interrupted:
             run.stats.prefill_ms = (time.perf_counter() - t) * 1000
             run.stats.prefilled_tokens = max(0, len(state.target) - run.stats.reused_tokens)
@@ -311,8 +306,9 @@ class SpecEngine(api.BackendBase):
         under the short key, the target's and the draft model's where it drafts, as the first
         request there would prefill it. Whether it is there (not cancelled: what it computed
         stays either way), its tokens and ms."""
-        state = self._doc_state(cold.short_request(run.request), method)
-        ready = self._prefill(run, state, prompt, keep=False) is not None
+        short = Decoding(cold.short_request(run.request), run.stats)  # its stats are the run's
+        state = self._doc_state(short.request, method)
+        ready = self._prefill(short, state, prompt) is not None
         stats = run.stats
         ahead = (stats.prefilled_tokens, stats.prefill_ms)
         stats.prefilled_tokens, stats.prefill_ms, stats.reused_tokens = 0, 0.0, 0
@@ -322,12 +318,7 @@ class SpecEngine(api.BackendBase):
         return lambda: self._cancelled(run)
 
     def _passes(
-        self,
-        run: Decoding,
-        state: DocState,
-        prompt: list[int],
-        drafting: bool = True,
-        keep: bool = True,
+        self, run: Decoding, state: DocState, prompt: list[int], drafting: bool = True
     ) -> torch.Tensor | None:
         """Runs only the tail of `prompt` that differs from the cached state, in chunks with a
         cancellation check between them; the logits of its last position [1, V], None when
@@ -357,7 +348,8 @@ class SpecEngine(api.BackendBase):
         ready = draft is None or advance_chunked(draft, prompt, chunk, lambda: self._cancelled(run))
         stats.prefill_ms = (time.perf_counter() - t) * 1000
         stats.prefilled_tokens = len(prompt) - reused
-        if keep and run.request.idle and stats.prefilled_tokens >= kvdisk.COLD_PREFILL:
+        stand_in = cold.is_short_key(run.request.doc_id or "")  # a short window's: never kept
+        if run.request.idle and stats.prefilled_tokens >= kvdisk.COLD_PREFILL and not stand_in:
             self.docs.save(state)  # a cold window filled on idle time: on disk too
         return adv.logits if ready else None
 
